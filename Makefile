@@ -1,0 +1,49 @@
+# One command runs what CI runs: `make test` (environment + `make check`).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+
+.PHONY: demo test check lint types contract pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,server,spark]'
+	touch $@ $(STAMP_RUN)
+
+## demo: set up the environment and run the guided walk-through on the embedded default
+demo: $(STAMP_RUN)
+	$(BIN)/dalenius demo
+
+## test: set up the environment with the dev extras and run everything CI runs
+test: $(STAMP_DEV)
+	$(MAKE) check
+
+check: lint types contract pytest
+
+lint:
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+types:
+	$(BIN)/mypy
+
+contract:
+	$(BIN)/lint-imports
+
+pytest:
+	$(BIN)/pytest -q
+
+bench: $(STAMP_DEV)
+	$(BIN)/python bench/noise.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info

@@ -1,0 +1,94 @@
+"""Dalenius: a differential-privacy gateway — ordinary SQL in, noisy answers with error bars out.
+
+The public names are loaded on first use, so importing one layer (say ``dalenius.mechanisms``)
+does not import the whole engine.
+
+Example (after ``dalenius demo`` has written ``dalenius-demo/census.toml``)::
+
+    import dalenius
+
+    session = dalenius.connect("dalenius-demo/census.toml", budget=1.0)
+    print(session.explain("SELECT COUNT(*) FROM people", epsilon=0.1))
+    print(session.query("SELECT COUNT(*) FROM people", epsilon=0.1))
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dalenius.core.catalog import Catalog, load_catalog
+    from dalenius.core.errors import (
+        BudgetExceededError,
+        CatalogError,
+        ConfigurationError,
+        DaleniusError,
+        ExecutionError,
+        InvalidLossError,
+        PrivacyRefusal,
+        QueryError,
+        UserError,
+    )
+    from dalenius.core.loss import ZCDP, ApproxDP, PureDP
+    from dalenius.engine.result import Result
+    from dalenius.engine.session import Session, connect
+    from dalenius.plan.explain import Explanation
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ApproxDP": "dalenius.core.loss",
+    "BudgetExceededError": "dalenius.core.errors",
+    "Catalog": "dalenius.core.catalog",
+    "CatalogError": "dalenius.core.errors",
+    "ConfigurationError": "dalenius.core.errors",
+    "DaleniusError": "dalenius.core.errors",
+    "ExecutionError": "dalenius.core.errors",
+    "Explanation": "dalenius.plan.explain",
+    "InvalidLossError": "dalenius.core.errors",
+    "PrivacyRefusal": "dalenius.core.errors",
+    "PureDP": "dalenius.core.loss",
+    "QueryError": "dalenius.core.errors",
+    "Result": "dalenius.engine.result",
+    "Session": "dalenius.engine.session",
+    "UserError": "dalenius.core.errors",
+    "ZCDP": "dalenius.core.loss",
+    "connect": "dalenius.engine.session",
+    "load_catalog": "dalenius.core.catalog",
+}
+
+__all__ = [
+    "ZCDP",
+    "ApproxDP",
+    "BudgetExceededError",
+    "Catalog",
+    "CatalogError",
+    "ConfigurationError",
+    "DaleniusError",
+    "ExecutionError",
+    "Explanation",
+    "InvalidLossError",
+    "PrivacyRefusal",
+    "PureDP",
+    "QueryError",
+    "Result",
+    "Session",
+    "UserError",
+    "__version__",
+    "connect",
+    "load_catalog",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dalenius' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

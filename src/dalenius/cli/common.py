@@ -1,0 +1,72 @@
+"""Options and error handling shared by every ``dalenius`` sub-command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from dalenius.core.errors import DaleniusError, UserError
+
+DEFAULT_LEDGER = "dalenius-ledger.sqlite"
+"""The ledger file used when neither ``--ledger`` nor ``DALENIUS_LEDGER`` says otherwise."""
+
+EXIT_OK = 0
+EXIT_BUG = 1
+EXIT_USER = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def default_ledger() -> str:
+    """``$DALENIUS_LEDGER``, else ``dalenius-ledger.sqlite`` in the working directory."""
+    return os.environ.get("DALENIUS_LEDGER") or DEFAULT_LEDGER
+
+
+def add_ledger_options(parser: argparse.ArgumentParser) -> None:
+    """``--ledger`` and ``--analyst``, as every budget-aware command takes them."""
+    parser.add_argument(
+        "--ledger",
+        default=None,
+        metavar="URL",
+        help=(
+            "where budgets and releases are recorded: a SQLite file, or postgresql://... "
+            f"(default: $DALENIUS_LEDGER or ./{DEFAULT_LEDGER})"
+        ),
+    )
+    parser.add_argument(
+        "--analyst", default="analyst", help="whose budget is spent (default: analyst)"
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    """``--json``: one JSON object on stdout instead of a table."""
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of a table"
+    )
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as JSON on stdout."""
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def run_guarded(handler: Handler, args: argparse.Namespace) -> int:
+    """Run a command, turning Dalenius errors into readable messages and exit codes."""
+    try:
+        return handler(args)
+    except UserError as exc:
+        if getattr(args, "json", False):
+            emit_json({"error": exc.to_dict()})
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER
+    except DaleniusError as exc:
+        if getattr(args, "json", False):
+            emit_json({"error": {"code": getattr(exc, "code", "error"), "message": str(exc)}})
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BUG

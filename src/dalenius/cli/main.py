@@ -1,0 +1,42 @@
+"""The ``dalenius`` command: ``query``, ``explain``, ``budget``, ``ledger`` and ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from dalenius import __version__
+from dalenius.cli import budget_cmd, demo_cmd, ledger_cmd, query_cmd, serve_cmd
+from dalenius.cli.common import run_guarded
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (also used by the docs test to list every command)."""
+    parser = argparse.ArgumentParser(
+        prog="dalenius",
+        description="Differentially private answers to aggregate SQL, under a budget that is never overspent.",
+    )
+    parser.add_argument("--version", action="version", version=f"dalenius {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    query_cmd.register(sub)
+    budget_cmd.register(sub)
+    ledger_cmd.register(sub)
+    demo_cmd.register(sub)
+    serve_cmd.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dalenius`` script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    code: int = run_guarded(args.func, args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""``dalenius query`` and ``dalenius explain``: ask a private question, or see what it would cost."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from dalenius.cli.common import (
+    EXIT_OK,
+    add_json_option,
+    add_ledger_options,
+    default_ledger,
+    emit_json,
+)
+from dalenius.core.errors import ConfigurationError
+from dalenius.core.loss import ApproxDP, as_fraction
+from dalenius.engine.session import connect
+
+
+def register(sub: Any) -> None:
+    """Add the ``query`` and ``explain`` sub-commands."""
+    query = sub.add_parser(
+        "query",
+        help="answer an aggregate SQL query with differential privacy",
+        description=(
+            "Answer an aggregate SQL query privately: noisy values with error bars, charged to the "
+            "analyst's budget in the ledger. Example:\n"
+            '  dalenius query --catalog adult.toml --epsilon 0.1 "SELECT COUNT(*) FROM adult WHERE age >= 40"'
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(query)
+    query.add_argument(
+        "--budget",
+        default=None,
+        help="the analyst's total ε, recorded if the ledger has no budget for them yet",
+    )
+    query.add_argument(
+        "--budget-delta",
+        default=None,
+        help="with --budget: the analyst's total δ (an (ε, δ) budget, needed for private group keys)",
+    )
+    query.set_defaults(func=run_query)
+
+    exp = sub.add_parser(
+        "explain",
+        help="show a query's plan, cost and expected error without reading data or spending budget",
+        description="Show the plan, sensitivities, the ε split and the expected error. Reads no data, spends nothing.",
+    )
+    _common(exp)
+    exp.set_defaults(func=run_explain)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sql", help="the SQL query, in quotes")
+    parser.add_argument("--catalog", required=True, help="the custodian's catalog TOML file")
+    parser.add_argument(
+        "--epsilon",
+        default=None,
+        help="privacy loss ε to spend on this query (or give it in the SQL's OPTIONS)",
+    )
+    parser.add_argument(
+        "--delta",
+        default=None,
+        help="δ to spend; needed only for GROUP BY keys without a public list",
+    )
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="confidence of the error bars (default 0.95)"
+    )
+    add_ledger_options(parser)
+    add_json_option(parser)
+
+
+def run_query(args: argparse.Namespace) -> int:
+    """Run ``dalenius query``."""
+    budget: object = args.budget
+    if args.budget_delta is not None:
+        if args.budget is None:
+            raise ConfigurationError(
+                "--budget-delta needs --budget.", fix="add --budget 1 (for example)."
+            )
+        budget = ApproxDP(
+            as_fraction(args.budget, "budget"),
+            as_fraction(args.budget_delta, "delta", allow_zero=True),
+        )
+    with connect(
+        args.catalog,
+        budget=budget,
+        ledger=args.ledger or default_ledger(),
+        analyst=args.analyst,
+        confidence=args.confidence,
+    ) as session:
+        result = session.query(args.sql, epsilon=args.epsilon, delta=args.delta)
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        print(result)
+    return EXIT_OK
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """Run ``dalenius explain`` (works without a recorded budget: it spends nothing)."""
+    from dalenius.core.catalog import load_catalog
+    from dalenius.engine.session import Session
+    from dalenius.executors.duckdb import DuckDBExecutor
+    from dalenius.ledger.base import open_ledger
+
+    catalog = load_catalog(args.catalog)
+    session = Session(
+        catalog,
+        ledger=open_ledger(None),
+        executor=DuckDBExecutor(catalog),
+        analyst=args.analyst,
+        confidence=args.confidence,
+    )
+    with session:
+        explanation = session.explain(args.sql, epsilon=args.epsilon, delta=args.delta)
+    if args.json:
+        emit_json(explanation.to_dict())
+    else:
+        print(explanation)
+    return EXIT_OK

@@ -1,0 +1,525 @@
+"""The custodian's catalog: which tables exist, where their data live, and what is public about them.
+
+A catalog is a TOML file. Everything in it is *public*: the privacy unit, the clipping bounds of
+numeric columns and the key lists of categorical columns are part of the mechanism, not secrets,
+and must not be derived by looking at the data. Example::
+
+    [dataset]
+    name = "adult"
+    engine = "duckdb"                        # optional: duckdb, postgres or spark
+
+    [tables.adult]
+    source = { csv = "adult.csv" }          # or { parquet = "..." }, { duckdb = "f.duckdb", table = "t" }
+    privacy_unit = "row"                     # or { column = "pid", max_rows = 5, max_groups = 2 }
+
+    [tables.adult.columns]
+    age = { type = "int", bounds = [17, 90] }
+    sex = { type = "str", keys = ["Female", "Male"] }
+
+Relative source paths are read relative to the catalog file. Every validation error names the
+file, the table and the column, says what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dalenius.core.errors import CatalogError
+from dalenius.core.unit import IdUnit, PrivacyUnit, RowUnit
+
+COLUMN_TYPES = ("int", "float", "str", "bool", "date")
+"""Column types a catalog may declare."""
+
+NUMERIC_TYPES = ("int", "float")
+
+SOURCE_KINDS = ("csv", "parquet", "duckdb", "postgres", "spark")
+"""Kinds of data source; ``postgres`` and ``spark`` need their extras installed."""
+
+ENGINES = ("duckdb", "postgres", "spark")
+"""Engines that can compute a catalog's exact aggregates (``postgres`` and ``spark`` are extras)."""
+
+ENGINE_SOURCES = {
+    "duckdb": ("csv", "parquet", "duckdb"),
+    "postgres": ("postgres",),
+    "spark": ("csv", "parquet", "spark"),
+}
+"""Which source kinds each engine reads: one engine runs every query of a dataset, so all of its
+tables must be readable by that engine."""
+
+DATASET_KEYS = ("name", "description", "engine")
+TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description")
+COLUMN_KEYS = ("type", "bounds", "keys", "nullable", "description")
+UNIT_KEYS = ("column", "max_rows", "max_groups")
+"""Every key a catalog may use, by section (the docs test checks each is documented)."""
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Key = str | int | bool
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column the custodian exposes, with its public metadata.
+
+    Attributes:
+        name: the column's name in the data source.
+        type: one of :data:`COLUMN_TYPES`.
+        bounds: public clipping range ``(low, high)`` of a numeric column, or ``None``.
+        keys: public list of the values a categorical column may take, or ``None``.
+        nullable: whether the column may hold NULLs (COUNT(col) then differs from COUNT(*)).
+    """
+
+    name: str
+    type: str
+    bounds: tuple[Fraction, Fraction] | None = None
+    keys: tuple[Key, ...] | None = None
+    nullable: bool = True
+
+    @property
+    def is_numeric(self) -> bool:
+        """Whether the column holds numbers (and may be clipped and summed)."""
+        return self.type in NUMERIC_TYPES
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a table's rows live.
+
+    Attributes:
+        kind: one of :data:`SOURCE_KINDS`.
+        location: a file path or glob (csv, parquet, duckdb), a connection string (postgres), or a
+            path or table name (spark).
+        table: the table inside a database source, or ``None`` for files.
+    """
+
+    kind: str
+    location: str
+    table: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    """A registered table: its source, privacy unit and public column metadata."""
+
+    name: str
+    source: Source
+    privacy_unit: PrivacyUnit
+    columns: tuple[Column, ...]
+    public: bool = False
+
+    def column(self, name: str) -> Column | None:
+        """The column called ``name`` (case-insensitive), or ``None``."""
+        lowered = name.lower()
+        for col in self.columns:
+            if col.name.lower() == lowered:
+                return col
+        return None
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """Names of the declared columns, in catalog order."""
+        return tuple(c.name for c in self.columns)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All tables of one dataset, as declared by its custodian."""
+
+    name: str
+    tables: tuple[Table, ...]
+    path: Path | None = None
+    description: str = ""
+    engine: str = "duckdb"
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def table(self, name: str) -> Table | None:
+        """The table called ``name`` (case-insensitive), or ``None``."""
+        lowered = name.lower()
+        for table in self.tables:
+            if table.name.lower() == lowered:
+                return table
+        return None
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        """Names of the registered tables, in catalog order."""
+        return tuple(t.name for t in self.tables)
+
+
+def load_catalog(path: str | Path) -> Catalog:
+    """Read and validate a catalog TOML file.
+
+    Raises:
+        CatalogError: naming the file, table and column of the first problem found.
+    """
+    path = Path(path)
+    display = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(
+            "the catalog file does not exist.",
+            file=display,
+            fix="pass the path of a catalog TOML file (run `dalenius demo` to see an example).",
+        ) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"the catalog file cannot be read: {exc}.", file=display) from None
+    return parse_catalog(text, file=display, base_dir=path.resolve().parent)
+
+
+def parse_catalog(text: str, *, file: str = "<catalog>", base_dir: Path | None = None) -> Catalog:
+    """Validate catalog TOML text; relative source paths are resolved against ``base_dir``."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(
+            f"the file is not valid TOML: {exc}.",
+            file=file,
+            fix="check the quoting and brackets on the line named above.",
+        ) from None
+    return _Validator(file, base_dir).catalog(doc)
+
+
+class _Validator:
+    """Turns a parsed TOML document into a :class:`Catalog`, with located error messages."""
+
+    def __init__(self, file: str, base_dir: Path | None) -> None:
+        self.file = file
+        self.base_dir = base_dir
+
+    def error(
+        self,
+        what: str,
+        *,
+        table: str | None = None,
+        column: str | None = None,
+        fix: str | None = None,
+    ) -> CatalogError:
+        return CatalogError(what, file=self.file, table=table, column=column, fix=fix)
+
+    def catalog(self, doc: dict[str, Any]) -> Catalog:
+        unknown = set(doc) - {"dataset", "tables"}
+        if unknown:
+            raise self.error(
+                f"unknown top-level section(s) {sorted(unknown)}.",
+                fix="a catalog has a [dataset] section and [tables.NAME] sections only.",
+            )
+        dataset = doc.get("dataset", {})
+        if not isinstance(dataset, dict):
+            raise self.error("[dataset] must be a table.", fix='write [dataset] then name = "..."')
+        name = dataset.get("name", Path(self.file).stem if self.file != "<catalog>" else "dataset")
+        if not isinstance(name, str) or not name.strip():
+            raise self.error("[dataset] name must be a non-empty string.")
+        description = dataset.get("description", "")
+        if not isinstance(description, str):
+            raise self.error("[dataset] description must be a string.")
+        unknown = set(dataset) - set(DATASET_KEYS)
+        if unknown:
+            raise self.error(
+                f"unknown key(s) {sorted(unknown)} in [dataset].",
+                fix="use name, description and engine.",
+            )
+        engine = dataset.get("engine")
+        if engine is not None and engine not in ENGINES:
+            raise self.error(
+                f"[dataset] engine must be one of {', '.join(ENGINES)}; got {engine!r}.",
+                fix='write engine = "duckdb" (the embedded default), "postgres" or "spark".',
+            )
+        tables_doc = doc.get("tables")
+        if not isinstance(tables_doc, dict) or not tables_doc:
+            raise self.error(
+                "the catalog declares no tables.",
+                fix="add a section such as [tables.adult] with source, privacy_unit and columns.",
+            )
+        tables = []
+        seen: set[str] = set()
+        for table_name, table_doc in tables_doc.items():
+            if table_name.lower() in seen:
+                raise self.error(
+                    "the table is declared twice (names are case-insensitive).", table=table_name
+                )
+            seen.add(table_name.lower())
+            tables.append(self.table(table_name, table_doc))
+        return Catalog(
+            name=name.strip(),
+            tables=tuple(tables),
+            path=Path(self.file) if self.file != "<catalog>" else None,
+            description=description,
+            engine=self.engine(engine, tables),
+        )
+
+    def engine(self, declared: str | None, tables: list[Table]) -> str:
+        """The engine that runs the dataset: the declared one, else the one its sources need."""
+        kinds = {t.source.kind for t in tables}
+        if declared is None:
+            needing = sorted(kinds & {"postgres", "spark"})
+            if len(needing) > 1:
+                raise self.error(
+                    "the tables mix postgres and spark sources, and one engine runs every query "
+                    "of a dataset.",
+                    fix="split the tables into two catalogs, one per engine.",
+                )
+            declared = needing[0] if needing else "duckdb"
+        for table in tables:
+            if table.source.kind not in ENGINE_SOURCES[declared]:
+                readable = ", ".join(ENGINE_SOURCES[declared])
+                raise self.error(
+                    f"the {declared} engine cannot read a {table.source.kind} source (it reads "
+                    f"{readable}).",
+                    table=table.name,
+                    fix=f"change the source to one of {readable}, or choose another [dataset] "
+                    "engine.",
+                )
+        return declared
+
+    def table(self, name: str, doc: Any) -> Table:
+        if not _IDENT.match(name):
+            raise self.error(
+                "a table name must be a plain SQL identifier (letters, digits, underscores).",
+                table=name,
+            )
+        if not isinstance(doc, dict):
+            raise self.error("a table must be a TOML table.", table=name)
+        unknown = set(doc) - set(TABLE_KEYS)
+        if unknown:
+            raise self.error(
+                f"unknown key(s) {sorted(unknown)}.",
+                table=name,
+                fix="a table has source, privacy_unit, columns and optionally public and description.",
+            )
+        public = doc.get("public", False)
+        if not isinstance(public, bool):
+            raise self.error("public must be true or false.", table=name)
+        source = self.source(name, doc.get("source"))
+        columns_doc = doc.get("columns")
+        if not isinstance(columns_doc, dict) or not columns_doc:
+            raise self.error(
+                "the table declares no columns.",
+                table=name,
+                fix=f'add [tables.{name}.columns] with lines such as age = {{ type = "int", bounds = [0, 100] }}.',
+            )
+        columns = []
+        seen: set[str] = set()
+        for col_name, col_doc in columns_doc.items():
+            if col_name.lower() in seen:
+                raise self.error("the column is declared twice.", table=name, column=col_name)
+            seen.add(col_name.lower())
+            columns.append(self.column(name, col_name, col_doc))
+        unit = self.privacy_unit(name, doc.get("privacy_unit"), columns, public)
+        return Table(
+            name=name, source=source, privacy_unit=unit, columns=tuple(columns), public=public
+        )
+
+    def source(self, table: str, doc: Any) -> Source:
+        example = 'source = { csv = "data.csv" }'
+        if doc is None:
+            raise self.error(
+                "the table has no source.", table=table, fix=f"add a line such as {example}."
+            )
+        if not isinstance(doc, dict):
+            raise self.error(
+                "source must be an inline table.", table=table, fix=f"write {example}."
+            )
+        kinds = [k for k in doc if k in SOURCE_KINDS]
+        if len(kinds) != 1:
+            raise self.error(
+                f"source must name exactly one of {', '.join(SOURCE_KINDS)}; got {sorted(doc) or 'nothing'}.",
+                table=table,
+                fix=f"write {example}.",
+            )
+        kind = kinds[0]
+        location = doc[kind]
+        if not isinstance(location, str) or not location:
+            raise self.error(f"source {kind} must be a non-empty string.", table=table)
+        allowed = {kind, "table", "options"}
+        unknown = set(doc) - allowed
+        if unknown:
+            raise self.error(f"unknown source key(s) {sorted(unknown)}.", table=table)
+        inner = doc.get("table")
+        if inner is not None and (not isinstance(inner, str) or not inner):
+            raise self.error("source table must be a non-empty string.", table=table)
+        if kind in {"duckdb", "postgres"} and inner is None:
+            raise self.error(
+                f"a {kind} source must name the table inside the database.",
+                table=table,
+                fix=f'write source = {{ {kind} = "{location}", table = "{table}" }}.',
+            )
+        options_doc = doc.get("options", {})
+        if not isinstance(options_doc, dict) or not all(
+            isinstance(v, str | int | float | bool) for v in options_doc.values()
+        ):
+            raise self.error("source options must be a table of simple values.", table=table)
+        options = tuple(sorted((str(k), str(v)) for k, v in options_doc.items()))
+        if kind in {"csv", "parquet", "duckdb"}:
+            location = self.resolve_path(table, kind, location)
+        return Source(kind=kind, location=location, table=inner, options=options)
+
+    def resolve_path(self, table: str, kind: str, location: str) -> str:
+        path = Path(location).expanduser()
+        if not path.is_absolute() and self.base_dir is not None:
+            path = self.base_dir / path
+        text = str(path)
+        if any(ch in text for ch in "*?["):
+            if not glob.glob(text):
+                raise self.error(f"no file matches the {kind} pattern {text!r}.", table=table)
+        elif not path.exists():
+            raise self.error(
+                f"the {kind} file {text!r} does not exist.",
+                table=table,
+                fix="relative paths are read from the catalog file's folder; check the path.",
+            )
+        return text
+
+    def column(self, table: str, name: str, doc: Any) -> Column:
+        if not _IDENT.match(name):
+            raise self.error(
+                "a column name must be a plain SQL identifier.", table=table, column=name
+            )
+        if isinstance(doc, str):
+            doc = {"type": doc}
+        if not isinstance(doc, dict):
+            raise self.error(
+                "a column must be an inline table.",
+                table=table,
+                column=name,
+                fix=f'write {name} = {{ type = "int", bounds = [0, 100] }}.',
+            )
+        unknown = set(doc) - set(COLUMN_KEYS)
+        if unknown:
+            raise self.error(
+                f"unknown key(s) {sorted(unknown)}.",
+                table=table,
+                column=name,
+                fix="a column has type, and optionally bounds, keys, nullable and description.",
+            )
+        col_type = doc.get("type")
+        if col_type not in COLUMN_TYPES:
+            raise self.error(
+                f"type must be one of {', '.join(COLUMN_TYPES)}; got {col_type!r}.",
+                table=table,
+                column=name,
+            )
+        nullable = doc.get("nullable", True)
+        if not isinstance(nullable, bool):
+            raise self.error("nullable must be true or false.", table=table, column=name)
+        bounds = None
+        if "bounds" in doc:
+            bounds = self.bounds(table, name, col_type, doc["bounds"])
+        keys = None
+        if "keys" in doc:
+            keys = self.keys(table, name, col_type, doc["keys"])
+        return Column(name=name, type=col_type, bounds=bounds, keys=keys, nullable=nullable)
+
+    def bounds(self, table: str, column: str, col_type: str, raw: Any) -> tuple[Fraction, Fraction]:
+        if col_type not in NUMERIC_TYPES:
+            raise self.error(
+                f"bounds only apply to numeric columns, and this one is {col_type}.",
+                table=table,
+                column=column,
+                fix="remove bounds, or declare keys for a categorical column.",
+            )
+        if not (isinstance(raw, list) and len(raw) == 2):
+            raise self.error(
+                f"bounds must be a list of two numbers [low, high]; got {raw!r}.",
+                table=table,
+                column=column,
+            )
+        values = []
+        for item in raw:
+            if isinstance(item, bool) or not isinstance(item, int | float):
+                raise self.error(
+                    f"bounds must be numbers; got {item!r}.", table=table, column=column
+                )
+            if isinstance(item, float) and not math.isfinite(item):
+                raise self.error("bounds must be finite.", table=table, column=column)
+            if col_type == "int" and isinstance(item, float) and not item.is_integer():
+                raise self.error(
+                    f"bounds of an int column must be integers; got {item!r}.",
+                    table=table,
+                    column=column,
+                )
+            values.append(Fraction(repr(item)) if isinstance(item, float) else Fraction(item))
+        low, high = values
+        if low > high:
+            raise self.error(
+                f"the lower bound {raw[0]} is above the upper bound {raw[1]}.",
+                table=table,
+                column=column,
+                fix=f"write bounds = [{raw[1]}, {raw[0]}].",
+            )
+        return low, high
+
+    def keys(self, table: str, column: str, col_type: str, raw: Any) -> tuple[Key, ...]:
+        if not isinstance(raw, list) or not raw:
+            raise self.error("keys must be a non-empty list.", table=table, column=column)
+        expected: tuple[type, ...] = {
+            "str": (str,),
+            "int": (int,),
+            "bool": (bool,),
+            "date": (str,),
+            "float": (int, float),
+        }[col_type]
+        for item in raw:
+            ok = isinstance(item, expected) and not (col_type == "int" and isinstance(item, bool))
+            if not ok:
+                raise self.error(
+                    f"key {item!r} does not match the column type {col_type}.",
+                    table=table,
+                    column=column,
+                )
+        if len(set(raw)) != len(raw):
+            dupes = sorted({str(k) for k in raw if raw.count(k) > 1})
+            raise self.error(f"keys are listed twice: {dupes}.", table=table, column=column)
+        return tuple(raw)
+
+    def privacy_unit(
+        self, table: str, raw: Any, columns: list[Column], public: bool
+    ) -> PrivacyUnit:
+        if raw is None:
+            if public:
+                return RowUnit()
+            raise self.error(
+                "the table has no privacy_unit.",
+                table=table,
+                fix='add privacy_unit = "row", or { column = "person_id", max_rows = 5, max_groups = 2 }.',
+            )
+        if raw == "row":
+            return RowUnit()
+        if isinstance(raw, dict):
+            unknown = set(raw) - set(UNIT_KEYS)
+            if unknown:
+                raise self.error(
+                    f"unknown privacy_unit key(s) {sorted(unknown)}.",
+                    table=table,
+                    fix="use column, max_rows and max_groups.",
+                )
+            col = raw.get("column")
+            if not isinstance(col, str) or col.lower() not in {c.name.lower() for c in columns}:
+                raise self.error(
+                    f"privacy_unit column {col!r} is not a declared column.",
+                    table=table,
+                    fix="declare the id column under columns and name it in privacy_unit.",
+                )
+            caps = {}
+            for cap in ("max_rows", "max_groups"):
+                value = raw.get(cap, 1)
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise self.error(
+                        f"privacy_unit {cap} must be an integer >= 1; got {value!r}.", table=table
+                    )
+                caps[cap] = value
+            return IdUnit(column=col, max_rows=caps["max_rows"], max_groups=caps["max_groups"])
+        raise self.error(
+            f'privacy_unit must be "row" or an inline table; got {raw!r}.',
+            table=table,
+            fix='write privacy_unit = "row".',
+        )

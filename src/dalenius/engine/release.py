@@ -1,0 +1,447 @@
+"""Release: noise the exact measurements, select groups and quantiles, then post-process.
+
+Only :func:`add_noise` touches exact values: it adds discrete Laplace noise to every measurement
+of every observed group, applies the private partition selection (groups without public keys), and
+runs the exponential-mechanism selections for quantiles, MEDIAN, MIN and MAX in the released groups.
+Its result — noisy integers, released group keys and chosen bins — is what the ledger records.
+Everything after it (:func:`post_process`) is post-processing and costs no privacy: statistics
+(AVG = noisy SUM / noisy COUNT, variances), output expressions, HAVING, ORDER BY, LIMIT, intervals.
+
+Error bars come from each mechanism's exact tail bound and cover the noise only, not the bias
+from clipping to the bounds. A statistic built from k measurements takes each of their intervals
+at confidence 1 − β/k (union bound) and reports every value they allow, so the stated confidence is
+a lower bound. With a noisy count below 1, an average is the midpoint of the bounds and a variance
+that of a uniform spread over them (they carry no information). Quantiles report their error as a
+rank: the released value's rank is within ±r of the target with the stated confidence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dalenius.core.catalog import Key
+from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.plan.evaluate import evaluate
+from dalenius.plan.expr import Col, columns
+from dalenius.plan.nodes import DPQuery, Measurement, OrderItem, Statistic, agg_ref, key_ref
+from dalenius.plan.noise import error_units, mechanism_for
+
+Cell = Any
+GroupKeyTuple = tuple[Key | None, ...]
+
+
+@dataclass
+class Exact:
+    """Exact per-group values, as the engine computed them (never leaves this module unnoised)."""
+
+    groups: list[GroupKeyTuple]
+    scalars: dict[str, npt.NDArray[np.int64]]
+    histograms: dict[str, npt.NDArray[np.int64]]
+
+
+@dataclass
+class Noisy:
+    """What is released and recorded: noisy measurements of released groups, chosen bins."""
+
+    groups: list[GroupKeyTuple]
+    values: dict[str, list[int]]
+    bins: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form for the ledger."""
+        return {"groups": [list(g) for g in self.groups], "values": self.values, "bins": self.bins}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Noisy:
+        """Rebuild from :meth:`to_json`."""
+        return cls(
+            groups=[tuple(g) for g in doc["groups"]],
+            values={k: [int(x) for x in v] for k, v in doc["values"].items()},
+            bins={k: [int(x) for x in v] for k, v in doc.get("bins", {}).items()},
+        )
+
+
+def exact_values(
+    plan: DPQuery,
+    main_rows: Sequence[tuple[Any, ...]],
+    histogram_rows: Mapping[str, Sequence[tuple[Any, ...]]],
+) -> Exact:
+    """Arrange the engine's rows per group: the public key product, or the groups observed."""
+    n_keys = len(plan.group_by)
+    types = [k.type for k in plan.group_by]
+    if plan.public_groups:
+        groups: list[GroupKeyTuple] = list(
+            itertools.product(*[k.keys or () for k in plan.group_by])
+        )
+    else:
+        observed = {
+            tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True))
+            for row in main_rows
+        }
+        groups = sorted(observed, key=_sort_key)
+    index = {
+        tuple(_norm(v, t) for v, t in zip(g, types, strict=True)): i for i, g in enumerate(groups)
+    }
+    scalars_m = [m for m in plan.measurements if m.kind != "histogram"]
+    scalars = {m.name: np.zeros(len(groups), dtype=np.int64) for m in scalars_m}
+    for row in main_rows:
+        i = index.get(tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True)))
+        if i is None:
+            continue
+        for j, m in enumerate(scalars_m):
+            value = row[n_keys + j]
+            scalars[m.name][i] = int(value) if value is not None else 0
+    histograms = {}
+    for m in plan.measurements:
+        if m.kind != "histogram":
+            continue
+        counts = np.zeros((len(groups), len(m.edges) - 1), dtype=np.int64)
+        for row in histogram_rows.get(m.name, ()):
+            i = index.get(tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True)))
+            if i is None or row[n_keys] is None:
+                continue
+            counts[i, int(row[n_keys])] += int(row[n_keys + 1])
+        histograms[m.name] = counts
+    return Exact(groups=groups, scalars=scalars, histograms=histograms)
+
+
+def add_noise(plan: DPQuery, exact: Exact) -> Noisy:
+    """Draw all noise and make all private selections (the only step that reads exact values)."""
+    noisy_all: dict[str, list[int]] = {}
+    for m in plan.measurements:
+        if m.kind == "histogram":
+            continue
+        mech = mechanism_for(m)
+        exact_m = exact.scalars[m.name]
+        released = exact_m if mech is None else mech.release(exact_m)
+        noisy_all[m.name] = [int(v) for v in released]
+    keep = list(range(len(exact.groups)))
+    if plan.selection is not None:
+        counts = noisy_all[plan.selection.measurement]
+        keep = [i for i in keep if counts[i] >= plan.selection.threshold]
+    groups = [exact.groups[i] for i in keep]
+    values = {
+        name: [vals[i] for i in keep]
+        for name, vals in noisy_all.items()
+        if plan.selection is None or name != plan.selection.measurement or plan.selection.shared
+    }
+    bins: dict[str, list[int]] = {}
+    for s_index, stat in enumerate(plan.statistics):
+        if stat.kind != "quantile":
+            continue
+        m = plan.measurement(stat.inputs[0])
+        mechanism = PermuteAndFlip(m.sensitivity_units, stat.epsilon)
+        chosen = []
+        for i in keep:
+            counts = [int(c) for c in exact.histograms[m.name][i]]
+            chosen.append(mechanism.select(selection_utilities(stat, m, counts)))
+        bins[f"s{s_index}"] = chosen
+    return Noisy(groups=groups, values=values, bins=bins)
+
+
+def selection_utilities(stat: Statistic, m: Measurement, counts: Sequence[int]) -> list[Fraction]:
+    """Utility of each bin: minus the distance from the target rank to the ranks the bin spans.
+
+    The target is ``q·n`` for a quantile, and a small public rank ``r`` from the bottom (MIN) or the
+    top (MAX), where ``r`` is what the selection reaches reliably; aiming at rank 0 instead would
+    make every empty bin below the minimum as good as the minimum itself. One unit moves every
+    utility by at most its row cap, the sensitivity the selection is calibrated to.
+    """
+    total = sum(counts)
+    if stat.rank is not None:
+        r = rank_target(stat, m)
+        target = Fraction(r) if stat.rank == "low" else Fraction(total - r)
+    else:
+        assert stat.q is not None
+        target = stat.q * total
+    out, below = [], 0
+    for count in counts:
+        through = below + count
+        out.append(-max(Fraction(0), below - target, target - through))
+        below = through
+    return out
+
+
+def rank_target(stat: Statistic, m: Measurement) -> int:
+    """The public rank MIN/MAX aim at: the selection's own rank error at 95%."""
+    mechanism = PermuteAndFlip(m.sensitivity_units, stat.epsilon)
+    return math.ceil(mechanism.utility_error_bar(len(m.edges) - 1, Fraction(95, 100)))
+
+
+def rank_error(stat: Statistic, m: Measurement, confidence: float) -> int:
+    """With probability >= ``confidence`` the released bin holds a rank within this of the target."""
+    mechanism = PermuteAndFlip(m.sensitivity_units, stat.epsilon)
+    return math.ceil(mechanism.utility_error_bar(len(m.edges) - 1, Fraction(repr(confidence))))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Released outputs: one row per group, each aggregate with its error bar.
+
+    ``lows``/``highs`` hold interval ends (``None`` for keys and quantiles); ``rank_errors`` holds
+    the rank error of quantile outputs (``None`` elsewhere).
+    """
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    lows: tuple[tuple[Cell, ...], ...]
+    highs: tuple[tuple[Cell, ...], ...]
+    kinds: tuple[str, ...]
+    rank_errors: tuple[int | None, ...] = ()
+
+
+def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
+    """Compute statistics, outputs, HAVING, ORDER BY and LIMIT from the released values."""
+    query = plan.query
+    n = len(noisy.groups)
+    stats = [_statistic(plan, s, i, noisy, confidence) for i, s in enumerate(plan.statistics)]
+    envs = []
+    for g in range(n):
+        env: dict[str, Any] = {key_ref(k): noisy.groups[g][k] for k in range(len(query.group_by))}
+        for a, (values, _, _) in enumerate(stats):
+            env[agg_ref(a)] = values[g]
+        envs.append(env)
+    keep = [g for g in range(n) if query.having is None or evaluate(query.having, envs[g]) is True]
+    for item in reversed(query.order_by):
+        keep.sort(key=_sorter(item, envs))
+    keep = keep[query.offset :]
+    if query.limit is not None:
+        keep = keep[: query.limit]
+    columns_out, kinds, rank_errors = [], [], []
+    cols_values: list[list[Cell]] = []
+    cols_lows: list[list[Cell]] = []
+    cols_highs: list[list[Cell]] = []
+    for out in query.outputs:
+        columns_out.append(out.name)
+        refs = sorted(c for c in columns(out.expr) if c.startswith("@a"))
+        kinds.append(_kind(plan, out.expr, refs))
+        values = [_cell(evaluate(out.expr, envs[g])) for g in keep]
+        lows: list[Cell] = [None] * len(keep)
+        highs: list[Cell] = [None] * len(keep)
+        rank: int | None = None
+        if len(refs) == 1:
+            a = int(refs[0][2:])
+            _, a_lows, a_highs = stats[a]
+            stat = plan.statistics[a]
+            if stat.kind == "quantile":
+                rank = rank_error(stat, plan.measurement(stat.inputs[0]), confidence)
+            else:
+                for j, g in enumerate(keep):
+                    ends = [
+                        evaluate(out.expr, {**envs[g], refs[0]: a_lows[g]}),
+                        evaluate(out.expr, {**envs[g], refs[0]: a_highs[g]}),
+                    ]
+                    if all(e is not None for e in ends):
+                        lows[j], highs[j] = _cell(min(ends)), _cell(max(ends))
+        cols_values.append(values)
+        cols_lows.append(lows)
+        cols_highs.append(highs)
+        rank_errors.append(rank)
+    rows = tuple(zip(*cols_values, strict=True)) if cols_values and keep else ()
+    return Answer(
+        columns=tuple(columns_out),
+        rows=rows,
+        lows=tuple(zip(*cols_lows, strict=True)) if rows else (),
+        highs=tuple(zip(*cols_highs, strict=True)) if rows else (),
+        kinds=tuple(kinds),
+        rank_errors=tuple(rank_errors),
+    )
+
+
+def _sorter(item: OrderItem, envs: list[dict[str, Any]]) -> Callable[[int], tuple[bool, Any]]:
+    def key(g: int) -> tuple[bool, Any]:
+        return _order_key(evaluate(item.expr, envs[g]), item.descending)
+
+    return key
+
+
+def _kind(plan: DPQuery, expr: Any, refs: list[str]) -> str:
+    if not refs:
+        return "key"
+    if isinstance(expr, Col) and len(refs) == 1:
+        return {"count": "count", "sum": "sum", "avg": "avg", "var": "var", "quantile": "quantile"}[
+            plan.statistics[int(refs[0][2:])].kind
+        ]
+    return "derived"
+
+
+Triple = tuple[list[Any], list[Any], list[Any]]
+
+
+def _statistic(
+    plan: DPQuery, stat: Statistic, index: int, noisy: Noisy, confidence: float
+) -> Triple:
+    """Values and interval ends of one aggregate for every released group."""
+    beta = 1 - confidence
+    n = len(noisy.groups)
+    if stat.kind in ("count", "sum"):
+        m = plan.measurement(stat.inputs[0])
+        h = error_units(m, confidence)
+        g = m.granularity
+        vals = noisy.values[m.name]
+        if stat.kind == "count":
+            return list(vals), [max(v - h, 0) for v in vals], [v + h for v in vals]
+        return (
+            [_num(v * g) for v in vals],
+            [_num((v - h) * g) for v in vals],
+            [_num((v + h) * g) for v in vals],
+        )
+    if stat.kind == "avg":
+        s_m, c_m = plan.measurement(stat.inputs[0]), plan.measurement(stat.inputs[1])
+        level = 1 - beta / 2
+        hs, hc = error_units(s_m, level) * s_m.granularity, error_units(c_m, level)
+        assert stat.bounds is not None
+        out: Triple = ([], [], [])
+        for s, c in zip(noisy.values[s_m.name], noisy.values[c_m.name], strict=True):
+            value, low, high = _average(
+                Fraction(s) * s_m.granularity, Fraction(c), hs, hc, s_m.center, stat.bounds
+            )
+            out[0].append(_num(value))
+            out[1].append(_num(low))
+            out[2].append(_num(high))
+        return out
+    if stat.kind == "var":
+        s_m, s2_m, c_m = (plan.measurement(x) for x in stat.inputs)
+        level = 1 - beta / 3
+        hs = error_units(s_m, level) * s_m.granularity
+        hs2 = error_units(s2_m, level) * s2_m.granularity
+        hc = error_units(c_m, level)
+        assert stat.bounds is not None
+        out = ([], [], [])
+        for s, s2, c in zip(
+            noisy.values[s_m.name], noisy.values[s2_m.name], noisy.values[c_m.name], strict=True
+        ):
+            triple = _variance(
+                Fraction(s) * s_m.granularity,
+                Fraction(s2) * s2_m.granularity,
+                Fraction(c),
+                hs,
+                hs2,
+                hc,
+                stat,
+            )
+            for k in range(3):
+                out[k].append(_num(triple[k]))
+        return out
+    m = plan.measurement(stat.inputs[0])
+    chosen = noisy.bins[f"s{index}"]
+    integer_bins = m.arg_type == "int" and m.edges[1] - m.edges[0] == 1
+    values = [
+        _num(m.edges[b]) if integer_bins else _num((m.edges[b] + m.edges[b + 1]) / 2)
+        for b in chosen
+    ]
+    return values, [None] * n, [None] * n
+
+
+def _average(
+    s: Fraction,
+    c: Fraction,
+    hs: Fraction,
+    hc: int,
+    center: Fraction,
+    bounds: tuple[Fraction, Fraction],
+) -> tuple[Fraction, Fraction, Fraction]:
+    """AVG = centre + SUM/COUNT, clamped to the bounds, with an interval over every allowed ratio."""
+    low_b, high_b = bounds
+    value = (low_b + high_b) / 2 if c < 1 else min(max(center + s / c, low_b), high_b)
+    if c - hc < 1:
+        return value, low_b, high_b
+    ratios = [(s + ds) / cc for ds in (-hs, hs) for cc in (c - hc, c + hc)]
+    low = max(center + min(ratios), low_b)
+    high = min(center + max(ratios), high_b)
+    return value, min(low, value), max(high, value)
+
+
+def _variance(
+    s: Fraction, s2: Fraction, c: Fraction, hs: Fraction, hs2: Fraction, hc: int, stat: Statistic
+) -> tuple[Fraction | float, Fraction | float, Fraction | float]:
+    """Variance (or standard deviation) from the centred sum, sum of squares and count."""
+    assert stat.bounds is not None
+    low_b, high_b = stat.bounds
+    top = ((high_b - low_b) / 2) ** 2
+    minimum_count = 2 if stat.sample else 1
+
+    def finish(v: Fraction) -> Fraction | float:
+        v = min(max(v, Fraction(0)), top)
+        return math.sqrt(v) if stat.sqrt else v
+
+    def adjust(v: Fraction, count: Fraction) -> Fraction:
+        return v * count / (count - 1) if stat.sample else v
+
+    # Too few (noisy) rows: the variance of a uniform spread over the bounds, i.e. no information.
+    value = top / 3 if c < minimum_count else adjust(s2 / c - (s / c) ** 2, c)
+    if c - hc < minimum_count:
+        return finish(value), finish(Fraction(0)), finish(top)
+    c_lo, c_hi = c - hc, c + hc
+    e2 = (max(s2 - hs2, Fraction(0)) / c_hi, (s2 + hs2) / c_lo)
+    means = [(s + ds) / cc for ds in (-hs, hs) for cc in (c_lo, c_hi)]
+    m_lo, m_hi = min(means), max(means)
+    sq_hi = max(m_lo * m_lo, m_hi * m_hi)
+    sq_lo = Fraction(0) if m_lo <= 0 <= m_hi else min(m_lo * m_lo, m_hi * m_hi)
+    low, high = e2[0] - sq_hi, e2[1] - sq_lo
+    if stat.sample:
+        low, high = low * c_hi / (c_hi - 1), high * c_lo / (c_lo - 1)
+    return finish(value), min(finish(low), finish(value)), max(finish(high), finish(value))
+
+
+def _num(x: Fraction | int | float) -> int | float:
+    if isinstance(x, int | float):
+        return x
+    if x.denominator == 1:
+        return int(x.numerator)
+    return float(x)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, Fraction):
+        return _num(value)
+    return value
+
+
+def _norm(value: Any, col_type: str) -> Any:
+    if isinstance(value, date):
+        return value.isoformat()
+    if col_type == "int" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _sort_key(group: GroupKeyTuple) -> tuple[tuple[bool, str, Any], ...]:
+    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
+
+
+def _order_key(value: Any, descending: bool) -> tuple[bool, Any]:
+    if value is None:
+        return (True, 0)
+    if descending:
+        if isinstance(value, int | float):
+            return (False, -value)
+        return (False, _Reversed(value))
+    return (False, value)
+
+
+class _Reversed:
+    """Inverts the order of a non-numeric sort key (for ORDER BY ... DESC on text)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return bool(self.value > other.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and bool(self.value == other.value)
+
+    def __hash__(self) -> int:
+        return hash(self.value)

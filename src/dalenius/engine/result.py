@@ -1,0 +1,199 @@
+"""Query results: noisy values with their error bars, the loss spent and the budget left."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from dalenius.core.loss import Loss, PureDP
+from dalenius.engine.release import Answer
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+
+def loss_dict(loss: Loss) -> dict[str, Any]:
+    """A loss as JSON: float values for people, exact fractions for machines."""
+    out: dict[str, Any] = {}
+    for name in ("epsilon", "delta", "rho"):
+        value = getattr(loss, name, None)
+        if value is not None:
+            out[name] = float(value)
+            out[f"{name}_exact"] = f"{value.numerator}/{value.denominator}"
+    return out
+
+
+@dataclass(frozen=True)
+class Result:
+    """A released answer.
+
+    Attributes:
+        columns: output column names, in SELECT order.
+        rows: one tuple of values per group (group keys, then noisy aggregates).
+        lows, highs: the interval of each value at ``confidence`` (``None`` for group keys). It
+            covers the noise only, not the bias that clipping to the public bounds may add.
+        kinds: per column, ``key``, ``count``, ``sum``, ``avg``, ``var``, ``quantile`` or
+            ``derived`` (an expression around one aggregate, e.g. ``ROUND(AVG(x), 1)``).
+        loss: the privacy loss this query spent (zero when answered from the ledger's record).
+        remaining: the budget left after it.
+        confidence: the confidence level of the intervals.
+        cached: whether it was answered from the ledger's record of an identical earlier query.
+        entry_id: the ledger entry that recorded the release.
+        rank_errors: per column, for quantiles, MEDIAN, MIN and MAX: with probability at least
+            ``confidence`` the released value's rank among the rows is within this many of its
+            target (their error is a rank, not an interval); ``None`` elsewhere.
+    """
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    lows: tuple[tuple[Any, ...], ...]
+    highs: tuple[tuple[Any, ...], ...]
+    kinds: tuple[str, ...]
+    loss: Loss
+    remaining: Loss
+    confidence: float
+    cached: bool
+    entry_id: str | None
+    rank_errors: tuple[int | None, ...] = ()
+
+    @classmethod
+    def from_answer(
+        cls,
+        answer: Answer,
+        *,
+        loss: Loss,
+        remaining: Loss,
+        confidence: float,
+        cached: bool,
+        entry_id: str | None,
+    ) -> Result:
+        """Wrap a post-processed answer with its accounting."""
+        return cls(
+            columns=answer.columns,
+            rows=answer.rows,
+            lows=answer.lows,
+            highs=answer.highs,
+            kinds=answer.kinds,
+            loss=loss,
+            remaining=remaining,
+            confidence=confidence,
+            cached=cached,
+            entry_id=entry_id,
+            rank_errors=answer.rank_errors,
+        )
+
+    @property
+    def spent(self) -> Loss:
+        """What this call charged: zero for an answer served from the ledger's record."""
+        return PureDP(Fraction(0)) if self.cached else self.loss
+
+    def column(self, name: str) -> list[Any]:
+        """The values of one output column."""
+        i = self.columns.index(name)
+        return [row[i] for row in self.rows]
+
+    def interval(self, row: int, column: str) -> tuple[Any, Any]:
+        """The ``(low, high)`` error bar of one cell."""
+        i = self.columns.index(column)
+        return self.lows[row][i], self.highs[row][i]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``columns``, ``rows`` of ``{value, low, high}`` cells, ``loss``, ``remaining``."""
+        ranks = self.rank_errors or (None,) * len(self.columns)
+        rows = [
+            [
+                {"value": v, "low": lo, "high": hi} | ({"rank_error": r} if r is not None else {})
+                for v, lo, hi, r in zip(values, lows, highs, ranks, strict=True)
+            ]
+            for values, lows, highs in zip(self.rows, self.lows, self.highs, strict=True)
+        ]
+        return {
+            "columns": list(self.columns),
+            "kinds": list(self.kinds),
+            "rows": rows,
+            "confidence": self.confidence,
+            "loss": loss_dict(self.loss),
+            "spent": loss_dict(self.spent),
+            "remaining": loss_dict(self.remaining),
+            "cached": self.cached,
+            "entry_id": self.entry_id,
+        }
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A DataFrame with each aggregate column followed by ``<name>_low`` and ``<name>_high``."""
+        import pandas as pd
+
+        return pd.DataFrame(self._flat())
+
+    def to_arrow(self) -> pa.Table:
+        """An Arrow table with the same columns as :meth:`to_pandas`."""
+        import pyarrow as pa
+
+        return pa.table(self._flat())
+
+    def _flat(self) -> dict[str, list[Any]]:
+        data: dict[str, list[Any]] = {}
+        for i, (name, kind) in enumerate(zip(self.columns, self.kinds, strict=True)):
+            data[name] = [row[i] for row in self.rows]
+            if kind not in ("key", "quantile"):
+                data[f"{name}_low"] = [row[i] for row in self.lows]
+                data[f"{name}_high"] = [row[i] for row in self.highs]
+        return data
+
+    def __str__(self) -> str:
+        return format_table(self)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1e15 else f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def format_table(result: Result) -> str:
+    """A readable text table: each aggregate as ``value ± half-width``, then the accounting."""
+    headers = list(result.columns)
+    body = []
+    ranks = result.rank_errors or (None,) * len(result.columns)
+    for values, lows, highs in zip(result.rows, result.lows, result.highs, strict=True):
+        cells = []
+        for v, lo, hi, rank in zip(values, lows, highs, ranks, strict=True):
+            if rank is not None:
+                cells.append(f"{_cell(v)}  (rank ±{rank:,})")
+            elif lo is None:
+                cells.append(_cell(v))
+            else:
+                cells.append(f"{_cell(v)}  [{_cell(lo)}, {_cell(hi)}]")
+        body.append(cells)
+    widths = [
+        max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)
+    ]
+    lines = [
+        "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body]
+    pct = (
+        f"{result.confidence:.0%}"
+        if (result.confidence * 100).is_integer()
+        else f"{result.confidence:.1%}"
+    )
+    lines.append("")
+    if not body:
+        lines.append("(no groups released)")
+    lines.append(f"[low, high]: {pct} interval for the noise (not for clipping bias).")
+    if any(r is not None for r in ranks):
+        lines.append(
+            f"(rank ±r): with {pct} confidence the value's rank is within r of its target."
+        )
+    spent = (
+        "nothing (identical query answered from the ledger)" if result.cached else str(result.loss)
+    )
+    lines.append(f"spent: {spent}    remaining: {result.remaining}")
+    return "\n".join(lines)

@@ -1,0 +1,357 @@
+"""A session: one analyst, one catalog, one ledger — SQL in, budgeted private answers out.
+
+The flow of :meth:`Session.query`, in order:
+
+1. parse and validate the SQL against the catalog (refusals cost nothing; an audit line is kept);
+2. compile the DP plan: measurements, sensitivities, the ε split — the loss is now known;
+3. reserve the loss in the ledger, atomically (refused if any budget would be exceeded; an
+   identical earlier request is answered from the ledger's record at no cost);
+4. compute the exact, clipped aggregates inside the engine (a failure here rolls the reservation back);
+5. draw noise from the OS generator (from here on nothing is refunded);
+6. commit the ledger entry durably — only then does the answer leave;
+7. post-process: AVG from SUM and COUNT, error bars, formatting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dalenius.core.catalog import Catalog, Table, load_catalog
+from dalenius.core.errors import (
+    ConfigurationError,
+    DaleniusError,
+    InternalError,
+    InvalidLossError,
+    PrivacyRefusal,
+    UserError,
+)
+from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
+from dalenius.core.rng import system_random
+from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
+from dalenius.engine.result import Result
+from dalenius.executors.base import Executor
+from dalenius.executors.factory import executor_for
+from dalenius.ledger.base import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
+from dalenius.plan.compile import to_dp
+from dalenius.plan.explain import Explanation, explain
+from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
+from dalenius.sql.to_plan import Resolved, to_query
+from dalenius.sql.to_sql import ExactSQL, exact_queries
+
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_ANALYST = "analyst"
+ANSWER_FORMAT = 2
+MAX_JOIN_MULTIPLICITY = 1000
+"""A public table may repeat a join key at most this often (each repeat multiplies the noise)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    plan: DPQuery
+    exact: ExactSQL
+    tables: tuple[Table, ...]
+
+
+class Session:
+    """An analyst's connection to one catalog under a budget kept in a ledger.
+
+    Create one with :func:`dalenius.connect`. Thread-safe: the ledger serialises budget updates
+    and the executor serialises engine access.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        ledger: Ledger,
+        executor: Executor,
+        analyst: str = DEFAULT_ANALYST,
+        confidence: float = DEFAULT_CONFIDENCE,
+    ) -> None:
+        self.catalog = catalog
+        self.ledger = ledger
+        self.executor = executor
+        self.analyst = analyst
+        self.confidence = _confidence(confidence)
+
+    @property
+    def dataset(self) -> str:
+        """The dataset name budgets are kept under (the catalog's name)."""
+        return self.catalog.name
+
+    # -- public API -----------------------------------------------------------------------------
+
+    def explain(
+        self, sql: str, epsilon: Any = None, *, delta: Any = None, confidence: float | None = None
+    ) -> Explanation:
+        """Show the plan, sensitivities, ε split and expected error; reads no data, spends nothing.
+
+        (Reading no data: a join with a public table measures how many rows of the public table
+        share a key — public data — to know the sensitivity.)
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        prepared = self._prepare(sql, epsilon, delta)
+        return explain(prepared.plan, conf, prepared.exact.all())
+
+    def query(
+        self,
+        sql: str,
+        epsilon: Any = None,
+        *,
+        delta: Any = None,
+        confidence: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> Result:
+        """Answer ``sql`` privately, spending ``epsilon`` (and ``delta``) from this analyst's budget.
+
+        ``epsilon`` and ``delta`` may instead be given in the SQL, with BigQuery's
+        ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = .., delta = ..)``. ``delta`` is needed
+        only for GROUP BY keys without a public list.
+
+        Raises:
+            QueryError: the SQL cannot be answered (nothing spent).
+            BudgetExceededError: the loss exceeds what remains (nothing spent).
+            ExecutionError: the engine failed before noise was drawn (the reservation is rolled back).
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        try:
+            prepared = self._prepare(sql, epsilon, delta)
+        except UserError as exc:
+            self._audit(sql, "refused", exc)
+            raise
+        plan = prepared.plan
+        request = ChargeRequest(
+            principal=self.analyst,
+            dataset=self.dataset,
+            loss=plan.loss,
+            request_key=self._request_key(prepared),
+            sql=sql,
+            plan_hash=plan.fingerprint(),
+            idempotency_key=idempotency_key,
+        )
+        # reserve() writes the audit line itself, also when it refuses for lack of budget.
+        outcome = self.ledger.reserve(request)
+        if isinstance(outcome, CachedAnswer):
+            noisy = _decode(outcome.answer)
+            answer = post_process(plan, noisy, conf)
+            return Result.from_answer(
+                answer,
+                loss=plan.loss,
+                remaining=self.remaining(),
+                confidence=conf,
+                cached=True,
+                entry_id=outcome.entry_id,
+            )
+        noisy = self._run(outcome, prepared)
+        entry_id = self.ledger.commit(outcome, _encode(noisy))
+        answer = post_process(plan, noisy, conf)
+        return Result.from_answer(
+            answer,
+            loss=plan.loss,
+            remaining=self.remaining(),
+            confidence=conf,
+            cached=False,
+            entry_id=entry_id,
+        )
+
+    def remaining(self) -> Loss:
+        """The budget this analyst has left on this dataset (rounded down)."""
+        return self.ledger.remaining(self.analyst, self.dataset)
+
+    def close(self) -> None:
+        """Close the executor and the ledger."""
+        self.executor.close()
+        self.ledger.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _prepare(
+        self, sql: str, epsilon: Any, delta: Any = None, *, salt: int | None = None
+    ) -> _Prepared:
+        resolved = to_query(sql, self.catalog)
+        eps = _merge("epsilon", epsilon, resolved.options.epsilon, allow_zero=False)
+        if eps is None:
+            raise ConfigurationError(
+                "no epsilon was given.",
+                fix="pass epsilon=0.1 (for example), or write SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 0.1) ...",
+            )
+        dlt = _merge("delta", delta, resolved.options.delta, allow_zero=True)
+        if dlt is not None and not dlt < 1:
+            raise InvalidLossError(
+                f"delta must be below 1, got {float(dlt):g}.", fix="use a small delta such as 1e-6."
+            )
+        query = self._measure_joins(resolved)
+        plan = to_dp(query, eps, dlt)
+        # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
+        # must not be predictable from, or favour, any data value.
+        if salt is None:
+            salt = int(system_random().uint64(1)[0])
+        exact = exact_queries(plan, self.executor.dialect, salt=salt)
+        return _Prepared(plan=plan, exact=exact, tables=resolved.tables)
+
+    def _measure_joins(self, resolved: Resolved) -> Query:
+        """Fill in each public join's multiplicity, read from the public table (public data)."""
+
+        def visit(relation: Relation) -> Relation:
+            match relation:
+                case Join(left=left, right=right, right_key=key, multiplicity=m) if m < 0:
+                    assert isinstance(right, Scan)
+                    column = next(f.name for f in right.fields if f.id == key)
+                    return replace(
+                        relation,
+                        left=visit(left),
+                        multiplicity=self._multiplicity(right.table, column),
+                    )
+                case Join(left=left, right=right):
+                    return replace(relation, left=visit(left), right=visit(right))
+                case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+                    return replace(relation, child=visit(c))
+            return relation
+
+        return replace(resolved.query, relation=visit(resolved.query.relation))
+
+    def _multiplicity(self, table_name: str, column: str) -> int:
+        table = self.catalog.table(table_name)
+        assert table is not None
+        self.executor.prepare(table)
+        name = table.name.replace('"', '""')
+        col = column.replace('"', '""')
+        rows = self.executor.fetch(
+            f'SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM "{name}" WHERE "{col}" IS NOT NULL GROUP BY "{col}") AS m'
+        )
+        value = rows[0][0] if rows and rows[0][0] is not None else 0
+        if value > MAX_JOIN_MULTIPLICITY:
+            raise PrivacyRefusal(
+                f"up to {value} rows of the public table {table.name!r} share one {column} value.",
+                clause="JOIN",
+                why="each private row would count that many times, so the noise would have to be that much larger.",
+                fix=f"join on a column that is (nearly) unique in {table.name!r}.",
+            )
+        return int(value)
+
+    def _run(self, reservation: Reservation, prepared: _Prepared) -> Noisy:
+        plan = prepared.plan
+        try:
+            for table in prepared.tables:
+                self.executor.prepare(table)
+            main = self.executor.fetch(prepared.exact.main)
+            histograms = {name: self.executor.fetch(sql) for name, sql in prepared.exact.histograms}
+            exact = exact_values(plan, main, histograms)
+        except BaseException as exc:
+            # Nothing was drawn from the noise generator yet: the reservation can be returned.
+            self.ledger.rollback(reservation, f"{type(exc).__name__}: {exc}")
+            raise
+        # From here on the exact values have met the noise: no refund, whatever happens.
+        return add_noise(plan, exact)
+
+    def _request_key(self, prepared: _Prepared) -> str:
+        versions = "|".join(self.executor.data_version(t) for t in prepared.tables)
+        payload = f"{prepared.plan.fingerprint()}|{versions}|{ANSWER_FORMAT}"
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def _audit(
+        self, sql: str, outcome: str, exc: DaleniusError, plan: DPQuery | None = None
+    ) -> None:
+        self.ledger.record(
+            principal=self.analyst,
+            dataset=self.dataset,
+            sql=sql,
+            outcome=outcome,
+            detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            plan_hash=plan.fingerprint() if plan else None,
+            loss=plan.loss if plan else None,
+        )
+
+
+def connect(
+    catalog: str | Path | Catalog,
+    budget: Any = None,
+    *,
+    ledger: str | Ledger | None = None,
+    analyst: str = DEFAULT_ANALYST,
+    confidence: float = DEFAULT_CONFIDENCE,
+    executor: Executor | None = None,
+) -> Session:
+    """Open a session on a catalog.
+
+    Args:
+        catalog: path of the custodian's catalog TOML file, or a loaded :class:`Catalog`.
+        budget: the analyst's total loss on this dataset: a number (ε, pure DP) or a loss such as
+            ``ApproxDP(1, 1e-5)`` (needed for GROUP BY keys without public lists, which spend δ).
+            Required with a new ledger; with a ledger that already holds a budget for this
+            analyst it must be omitted or equal.
+        ledger: where budgets and releases are recorded: ``None`` (in memory, forgotten on exit),
+            a SQLite file path, a ``postgresql://`` URL, or a :class:`Ledger`.
+        analyst: whose budget is spent.
+        confidence: default confidence of the error bars (0.95).
+        executor: the engine computing exact aggregates (DuckDB, in process, by default).
+
+    Example (after ``dalenius demo`` has written ``dalenius-demo/census.toml``)::
+
+        session = dalenius.connect("dalenius-demo/census.toml", budget=1.0)
+        print(session.query("SELECT COUNT(*) FROM people WHERE age >= 40", epsilon=0.1))
+    """
+    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    book = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)
+    existing = book.get_budget(analyst, cat.name)
+    if budget is not None:
+        cap = budget if isinstance(budget, PureDP | ApproxDP | ZCDP) else PureDP(as_fraction(budget, "budget"))
+        if existing is None:
+            book.set_budget(analyst, cat.name, cap)
+        elif existing != cap:
+            raise ConfigurationError(
+                f"the ledger already holds a budget of {existing} for analyst {analyst!r} on "
+                f"dataset {cat.name!r}; connect(budget={budget!r}) would change it.",
+                why="an analyst cannot raise their own budget; the custodian sets budgets.",
+                fix="omit budget= to use the recorded one, or have the custodian run `dalenius budget set`.",
+            )
+    elif existing is None:
+        raise ConfigurationError(
+            f"no budget is recorded for analyst {analyst!r} on dataset {cat.name!r}.",
+            fix="pass budget=1.0 (for example) when connecting, or have the custodian set one.",
+        )
+    engine = executor if executor is not None else executor_for(cat)
+    return Session(cat, ledger=book, executor=engine, analyst=analyst, confidence=confidence)
+
+
+def _confidence(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < float(value) < 1:
+        raise ConfigurationError(
+            f"confidence must be a number strictly between 0 and 1, got {value!r}.",
+            fix="use 0.95 for 95% intervals.",
+        )
+    return float(value)
+
+
+def _merge(name: str, given: Any, in_sql: Fraction | None, *, allow_zero: bool) -> Fraction | None:
+    """One privacy parameter from the call and from the SQL; they must agree if both are given."""
+    value = as_fraction(given, name, allow_zero=allow_zero) if given is not None else None
+    if value is not None and in_sql is not None and value != in_sql:
+        raise ConfigurationError(
+            f"{name} is given twice with different values: {float(value):g} in the call, "
+            f"{float(in_sql):g} in the SQL.",
+            fix=f"give {name} once.",
+        )
+    return value if value is not None else in_sql
+
+
+def _encode(noisy: Noisy) -> str:
+    return json.dumps({"format": ANSWER_FORMAT, **noisy.to_json()}, sort_keys=True, default=str)
+
+
+def _decode(answer: str) -> Noisy:
+    doc = json.loads(answer)
+    if doc.get("format") != ANSWER_FORMAT:
+        raise InternalError("the ledger's record has an unknown format")
+    return Noisy.from_json(doc)

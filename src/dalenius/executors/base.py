@@ -1,0 +1,60 @@
+"""The executor interface: what the engine needs from a database, and nothing more."""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dalenius.core.catalog import Catalog, Table
+
+Row = tuple[Any, ...]
+
+
+class Executor(abc.ABC):
+    """Runs exact aggregate SQL over the catalog's tables in one engine.
+
+    Attributes:
+        dialect: the sqlglot dialect the engine speaks (``duckdb``, ``postgres``, ``spark``).
+    """
+
+    dialect: str
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def prepare(self, table: Table) -> None:  # noqa: B027 - optional hook
+        """Make ``table`` queryable under its catalog name (load or attach it) before a fetch."""
+
+    @abc.abstractmethod
+    def fetch(self, sql: str) -> list[Row]:
+        """Run an aggregate query and return all its rows (a handful: one per group)."""
+
+    @abc.abstractmethod
+    def data_version(self, table: Table) -> str:
+        """A fingerprint that changes when the table's data change (for the answer cache)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook; most executors hold nothing to close
+        """Release connections."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def files_fingerprint(paths: Sequence[str]) -> str:
+    """Fingerprint files by path, size and modification time (cheap; no data is read)."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        try:
+            stat = os.stat(path)
+        except OSError:
+            digest.update(f"{path}:missing".encode())
+            continue
+        digest.update(f"{Path(path).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,141 @@
+"""The embedded default executor: DuckDB, in process, over CSV, Parquet or DuckDB files.
+
+Each catalog table becomes a relation named after it, exposing only the declared columns, each
+converted to its declared type with ``TRY_CAST`` (a malformed value becomes NULL rather than an
+error, so no query can fail because of one row's content). CSV files are loaded into memory once, on
+first use; Parquet files and DuckDB databases are read in place, so a 10-million-row table is never
+copied into Python.
+"""
+
+from __future__ import annotations
+
+import glob
+import threading
+
+import duckdb
+
+from dalenius.core.catalog import Catalog, Column, Table
+from dalenius.core.errors import CatalogError, ExecutionError
+from dalenius.executors.base import Executor, Row, files_fingerprint
+
+DUCKDB_TYPES = {
+    "int": "BIGINT",
+    "float": "DOUBLE",
+    "str": "VARCHAR",
+    "bool": "BOOLEAN",
+    "date": "DATE",
+}
+
+
+class DuckDBExecutor(Executor):
+    r"""Exact aggregates in an in-process DuckDB database.
+
+    Example:
+        >>> from dalenius.core.catalog import parse_catalog
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t.csv").write_text("x\n1\n2\n")
+        >>> cat = parse_catalog('[tables.t]\nsource = { csv = "t.csv" }\nprivacy_unit = "row"\n'
+        ...                     'columns = { x = { type = "int", bounds = [0, 9] } }', base_dir=d)
+        >>> ex = DuckDBExecutor(cat); ex.prepare(cat.tables[0])
+        >>> ex.fetch('SELECT SUM("x") FROM "t"')
+        [(3,)]
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, catalog: Catalog, *, threads: int | None = None) -> None:
+        super().__init__(catalog)
+        self._con = duckdb.connect(":memory:")
+        if threads:
+            self._con.execute(f"SET threads = {int(threads)}")
+        self._lock = threading.Lock()
+        self._loaded: set[str] = set()
+        self._attached: dict[str, str] = {}
+        for table in catalog.tables:
+            self._check_columns(table)
+
+    def prepare(self, table: Table) -> None:
+        """Create the relation for ``table`` (CSV: load into memory; others: a view), once."""
+        with self._lock:
+            if table.name not in self._loaded:
+                self._load(table)
+
+    def fetch(self, sql: str) -> list[Row]:
+        """Run ``sql`` and return its rows."""
+        with self._lock:
+            try:
+                return self._con.execute(sql).fetchall()
+            except duckdb.Error as exc:
+                raise ExecutionError(
+                    f"DuckDB failed to compute the exact aggregate: {exc}"
+                ) from exc
+
+    def data_version(self, table: Table) -> str:
+        """Fingerprint of the table's files."""
+        return files_fingerprint(glob.glob(table.source.location) or [table.source.location])
+
+    def close(self) -> None:
+        """Close the DuckDB connection."""
+        with self._lock:
+            self._con.close()
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def _raw_relation(self, table: Table) -> str:
+        source = table.source
+        location = source.location.replace("'", "''")
+        if source.kind == "csv":
+            return f"read_csv('{location}', header = true, all_varchar = true)"
+        if source.kind == "parquet":
+            return f"read_parquet('{location}')"
+        if source.kind == "duckdb":
+            alias = self._attached.get(source.location)
+            if alias is None:
+                alias = f"src{len(self._attached)}"
+                self._con.execute(f"ATTACH '{location}' AS {alias} (READ_ONLY)")
+                self._attached[source.location] = alias
+            inner = (source.table or table.name).replace('"', '""')
+            return f'{alias}."{inner}"'
+        raise CatalogError(
+            f"the DuckDB executor cannot read {source.kind} sources.",
+            table=table.name,
+            fix=f"run this catalog with the {source.kind} executor (engine = '{source.kind}').",
+        )
+
+    def _check_columns(self, table: Table) -> None:
+        raw = self._raw_relation(table)
+        try:
+            described = self._con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+        except duckdb.Error as exc:
+            raise CatalogError(
+                f"DuckDB cannot read the source {table.source.location!r}: {exc}",
+                table=table.name,
+            ) from None
+        present = {str(row[0]).lower() for row in described}
+        for column in table.columns:
+            if column.name.lower() not in present:
+                raise CatalogError(
+                    f"the source has no column {column.name!r} (it has: {', '.join(sorted(present))}).",
+                    table=table.name,
+                    column=column.name,
+                    fix="correct the column name in the catalog.",
+                )
+
+    def _load(self, table: Table) -> None:
+        raw = self._raw_relation(table)
+        projection = ", ".join(_converted(c) for c in table.columns)
+        name = table.name.replace('"', '""')
+        kind = "TABLE" if table.source.kind == "csv" else "VIEW"
+        self._con.execute(f'CREATE OR REPLACE {kind} "{name}" AS SELECT {projection} FROM {raw}')
+        self._loaded.add(table.name)
+
+
+def _converted(column: Column) -> str:
+    quoted = '"' + column.name.replace('"', '""') + '"'
+    target = DUCKDB_TYPES[column.type]
+    value = quoted
+    if column.type != "str":
+        value = f"TRY_CAST({quoted} AS {target})"
+    else:
+        value = f"NULLIF(CAST({quoted} AS VARCHAR), '')"
+    return f"{value} AS {quoted}"

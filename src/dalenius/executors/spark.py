@@ -1,0 +1,370 @@
+"""Exact aggregates in Apache Spark (``pip install 'dalenius[spark]'``), local or on a cluster.
+
+Each catalog table becomes a temporary view named after it, exposing only the declared columns,
+each converted to its declared type: typed columns (Parquet, a Spark table) exactly, text columns
+(CSV files are read as text, as DuckDB reads them) through the guarded grammar of
+:mod:`dalenius.executors.convert`, so a malformed value is NULL and never an error, and every
+engine reads the same text the same way.
+
+Every executor works in its own Spark session (``newSession()``: its own temporary views and SQL
+settings) on one shared Spark context, so the JVM starts once per process. The session runs with
+ANSI SQL semantics (as DuckDB does: an impossible cast or an integer overflow is an error, never a
+silently wrong number; Dalenius's SQL is written so that neither can happen) and reads
+double-quoted names as identifiers, so the same hand-written SQL runs on every engine. Sources:
+
+* ``{ csv = ... }`` and ``{ parquet = ... }``: the same files the DuckDB executor reads;
+* ``{ spark = "path/or/glob", options = { format = "parquet" } }``: files in any format Spark
+  reads (the format defaults to the file extension, else Parquet); a relative path is read from the
+  catalog file's folder; URIs (``s3a://...``) are passed as they are;
+* ``{ spark = "db.table" }`` (no ``/``, no extension): a table of the Spark session's catalog.
+
+Data version: the files' paths, sizes and modification times (for a Spark table, its input files).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import logging
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from dalenius.core.catalog import Catalog, Column, Table
+from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
+from dalenius.executors.base import Executor, Row, files_fingerprint
+from dalenius.executors.convert import (
+    BIGINT_MAX,
+    BIGINT_MIN,
+    DATE_TEXT,
+    FALSE_TEXT,
+    INT_TEXT,
+    NAN_TEXT,
+    NEG_INF_TEXT,
+    POS_INF_TEXT,
+    TRUE_TEXT,
+    sql_string,
+)
+
+MASTER = "local[2]"
+"""Where the shared Spark context runs when Dalenius starts it (two local cores)."""
+
+SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.driver.memory": "2g",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+}
+"""Settings of the Spark context Dalenius starts (ignored if a Spark session already exists)."""
+
+_SQL_CONF = {
+    "spark.sql.ansi.enabled": "true",
+    "spark.sql.ansi.doubleQuotedIdentifiers": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.caseSensitive": "false",
+}
+
+_INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
+_FLOAT_TYPES = ("float", "double")
+_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".orc": "orc"}
+
+_base_lock = threading.Lock()
+_base: dict[str, Any] = {}
+"""The process's shared Spark session, under key ``session`` once started."""
+
+
+def _pyspark_sql() -> Any:
+    try:
+        return importlib.import_module("pyspark.sql")
+    except ImportError:
+        raise MissingExtraError("pyspark", "spark", "The Spark executor") from None
+
+
+def shared_session() -> Any:
+    """The process's Spark session, started once (``local[2]``, no UI) on first use.
+
+    An already active Spark session (for example one connected to a cluster) is used as it is.
+    """
+    with _base_lock:
+        if "session" not in _base:
+            sql = _pyspark_sql()
+            builder = sql.SparkSession.builder.master(MASTER).appName("dalenius")
+            for key, value in SESSION_CONF.items():
+                builder = builder.config(key, value)
+            try:
+                session = builder.getOrCreate()
+            except Exception as exc:
+                raise ExecutionError(
+                    f"Spark could not start: {exc}\nFix: Spark needs a Java runtime (17 or "
+                    "newer) on the PATH or in JAVA_HOME."
+                ) from None
+            session.sparkContext.setLogLevel("ERROR")
+            # PySpark also logs every failed query with its JVM stack trace; the executor
+            # reports the failure itself, as an ExecutionError naming the cause.
+            logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+            _base["session"] = session
+        return _base["session"]
+
+
+class SparkExecutor(Executor):
+    """Exact aggregates in Spark, over CSV, Parquet and ``spark`` sources.
+
+    Args:
+        catalog: the catalog; every source must be ``csv``, ``parquet`` or ``spark``.
+        spark: the Spark session to work in (a new session is derived from it); by default
+            :func:`shared_session`.
+        partitions: if given, every table is repartitioned into this many partitions and
+            aggregations shuffle into as many (results do not depend on it).
+
+    Raises:
+        CatalogError: a source cannot be read, a declared column is missing, or a column's type
+            cannot become the declared one.
+        MissingExtraError: PySpark is not installed.
+    """
+
+    dialect = "spark"
+
+    def __init__(
+        self, catalog: Catalog, *, spark: Any = None, partitions: int | None = None
+    ) -> None:
+        super().__init__(catalog)
+        base = spark if spark is not None else shared_session()
+        self._spark = base.newSession()
+        for key, value in _SQL_CONF.items():
+            self._spark.conf.set(key, value)
+        if partitions is not None:
+            self._spark.conf.set("spark.sql.shuffle.partitions", str(int(partitions)))
+        self._partitions = partitions
+        self._lock = threading.Lock()
+        self._loaded: set[str] = set()
+        self._frames: dict[str, Any] = {}
+        for table in catalog.tables:
+            self._frames[table.name] = self._read(table)
+
+    # -- Executor -------------------------------------------------------------------------------
+
+    def prepare(self, table: Table) -> None:
+        """Register the converted view of ``table`` (once)."""
+        with self._lock:
+            if table.name not in self._loaded:
+                self._register(table)
+
+    def fetch(self, sql: str) -> list[Row]:
+        """Run ``sql`` and return its rows (exact sums come back as :class:`decimal.Decimal`)."""
+        with self._lock:
+            try:
+                return [tuple(row) for row in self._spark.sql(sql).collect()]
+            except Exception as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise ExecutionError(
+                    f"Spark failed to compute the exact aggregate: {first}"
+                ) from exc
+
+    def data_version(self, table: Table) -> str:
+        """Fingerprint of the table's files (paths, sizes, modification times)."""
+        kind, location = _source(self.catalog, table)
+        if kind == "table":
+            files = [_local(p) for p in self._frames[table.name].inputFiles()]
+        elif "://" in location:
+            files = [location]
+        else:
+            files = _files(location)
+        return files_fingerprint(files)
+
+    def close(self) -> None:
+        """Drop this executor's views (the shared Spark context stays up for other executors)."""
+        with self._lock:
+            for name in self._loaded:
+                self._spark.catalog.dropTempView(name)
+            self._loaded.clear()
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def _read(self, table: Table) -> Any:
+        kind, location = _source(self.catalog, table)
+        options = dict(table.source.options)
+        reader = self._spark.read
+        try:
+            if kind == "table":
+                frame = self._spark.table(location)
+            elif kind == "csv":
+                # RFC 4180 quoting and embedded newlines, as DuckDB reads CSV; every value is text.
+                frame = (
+                    reader.option("header", "true")
+                    .option("inferSchema", "false")
+                    .option("escape", '"')
+                    .option("multiLine", "true")
+                    .options(**{k: v for k, v in options.items() if k != "format"})
+                    .csv(location)
+                )
+            else:
+                frame = (
+                    reader.format(kind)
+                    .options(**{k: v for k, v in options.items() if k != "format"})
+                    .load(location)
+                )
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise CatalogError(
+                f"Spark cannot read the source {location!r}: {first}", table=table.name
+            ) from None
+        types = {name.lower(): (name, typ) for name, typ in frame.dtypes}
+        for column in table.columns:
+            if column.name.lower() not in types:
+                raise CatalogError(
+                    f"the source has no column {column.name!r} "
+                    f"(it has: {', '.join(sorted(types))}).",
+                    table=table.name,
+                    column=column.name,
+                    fix="correct the column name in the catalog.",
+                )
+            _converted(column, *types[column.name.lower()], table)
+        if self._partitions is not None:
+            frame = frame.repartition(self._partitions)
+        return frame
+
+    def _register(self, table: Table) -> None:
+        frame = self._frames[table.name]
+        types = {name.lower(): (name, typ) for name, typ in frame.dtypes}
+        raw = f"__dalenius_raw_{table.name}"
+        frame.createOrReplaceTempView(raw)
+        projection = ", ".join(_converted(c, *types[c.name.lower()], table) for c in table.columns)
+        self._spark.sql(
+            f"CREATE OR REPLACE TEMP VIEW {_ident(table.name)} AS "
+            f"SELECT {projection} FROM {_ident(raw)}"
+        )
+        self._loaded.add(table.name)
+
+
+def _source(catalog: Catalog, table: Table) -> tuple[str, str]:
+    """The kind of read (``csv``, ``parquet``, another format, or ``table``) and its location."""
+    source = table.source
+    if source.kind in ("csv", "parquet"):
+        return source.kind, source.location
+    location = source.location
+    options = dict(source.options)
+    is_path = "format" in options or "/" in location or any(ch in location for ch in "*?[")
+    is_path = is_path or Path(location).suffix.lower() in _FORMATS
+    if not is_path:
+        return "table", location
+    if "://" not in location and not Path(location).expanduser().is_absolute():
+        base = catalog.path.resolve().parent if catalog.path is not None else Path.cwd()
+        location = str(base / Path(location).expanduser())
+    fmt = options.get("format") or _FORMATS.get(
+        Path(location.rstrip("/*")).suffix.lower(), "parquet"
+    )
+    return fmt, location
+
+
+def _files(location: str) -> list[str]:
+    """Every data file under a path or glob (directories are walked)."""
+    out: list[str] = []
+    for match in glob.glob(location) or [location]:
+        if os.path.isdir(match):
+            for root, _, names in os.walk(match):
+                out.extend(os.path.join(root, n) for n in names)
+        else:
+            out.append(match)
+    return out
+
+
+def _local(uri: str) -> str:
+    return re.sub(r"^file:(//)?", "", uri)
+
+
+def _ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _converted(column: Column, actual: str, spark_type: str, table: Table) -> str:
+    """The SQL reading ``column`` as its declared type, NULL when malformed."""
+    value = _ident(actual)
+    declared = column.type
+    base = spark_type.split("(", maxsplit=1)[0]
+    converted: str | None = None
+    if base == "string":
+        converted = _from_text(value, declared)
+    elif declared == "int":
+        if base in _INTEGER_TYPES:
+            converted = f"CAST({value} AS BIGINT)"
+        elif base == "decimal":
+            converted = _decimal_to_bigint(f"ROUND({value}, 0)")
+    elif declared == "float":
+        if base in _INTEGER_TYPES or base in _FLOAT_TYPES or base == "decimal":
+            converted = f"CAST({value} AS DOUBLE)"
+    elif declared == "str":
+        if base in _INTEGER_TYPES:
+            converted = f"CAST({value} AS STRING)"
+    elif declared == "bool":
+        if base == "boolean":
+            converted = value
+    elif declared == "date":
+        if base == "date":
+            converted = value
+        elif base == "timestamp_ntz":
+            converted = f"CAST({value} AS DATE)"
+    if converted is None:
+        raise CatalogError(
+            f"the Spark column has type {spark_type}, which Dalenius does not read as {declared} "
+            "(it would have to guess).",
+            table=table.name,
+            column=column.name,
+            fix="declare the column with the type matching its data, or convert the data.",
+        )
+    return f"{converted} AS {_ident(column.name)}"
+
+
+def _from_text(value: str, declared: str) -> str:
+    """Text to the declared type through the shared grammar; anything else is NULL."""
+    if declared == "str":
+        return f"NULLIF({value}, '')"
+    if declared == "int":
+        # TRY_CAST to DECIMAL(38, 0) rounds half away from zero and is NULL beyond 38 digits.
+        rounded = f"TRY_CAST({value} AS DECIMAL(38, 0))"
+        return f"CASE WHEN {value} RLIKE {_regex(INT_TEXT)} THEN {_decimal_to_bigint(rounded)} END"
+    if declared == "float":
+        return (
+            f"CASE WHEN {value} RLIKE {_regex(INT_TEXT)} THEN TRY_CAST({value} AS DOUBLE) "
+            f"WHEN {value} RLIKE {_regex(NAN_TEXT)} THEN CAST('NaN' AS DOUBLE) "
+            f"WHEN {value} RLIKE {_regex(POS_INF_TEXT)} THEN CAST('Infinity' AS DOUBLE) "
+            f"WHEN {value} RLIKE {_regex(NEG_INF_TEXT)} THEN CAST('-Infinity' AS DOUBLE) END"
+        )
+    if declared == "bool":
+        true = ", ".join(sql_string(t) for t in TRUE_TEXT)
+        false = ", ".join(sql_string(t) for t in FALSE_TEXT)
+        return (
+            f"CASE WHEN lower({value}) IN ({true}) THEN TRUE "
+            f"WHEN lower({value}) IN ({false}) THEN FALSE END"
+        )
+    assert declared == "date", declared
+    year, month, day = (
+        f"CAST(regexp_extract({value}, {_regex(DATE_TEXT)}, {i}) AS INT)" for i in (1, 2, 3)
+    )
+    first = f"make_date({year}, {month}, 1)"
+    # Nested CASEs guard make_date, which raises on an impossible day under ANSI semantics.
+    return (
+        f"CASE WHEN {value} RLIKE {_regex(DATE_TEXT)} THEN "
+        f"CASE WHEN {year} BETWEEN 1 AND 9999 AND {month} BETWEEN 1 AND 12 THEN "
+        f"CASE WHEN {day} BETWEEN 1 AND day(last_day({first})) "
+        f"THEN make_date({year}, {month}, {day}) END END END"
+    )
+
+
+def _regex(pattern: str) -> str:
+    r"""A grammar pattern as a Java regex literal.
+
+    Java's ``$`` also matches before a final line terminator (``\u2028`` among them); in UNIX_LINES
+    mode (``(?d)``) only ``\n`` is one, and the patterns allow a trailing ``\n`` anyway.
+    """
+    return sql_string("(?d)" + pattern)
+
+
+def _decimal_to_bigint(rounded: str) -> str:
+    return (
+        f"CASE WHEN {rounded} BETWEEN {BIGINT_MIN} AND {BIGINT_MAX} "
+        f"THEN CAST({rounded} AS BIGINT) END"
+    )

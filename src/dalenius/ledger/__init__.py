@@ -1,0 +1,39 @@
+"""L3 ledger: durable budgets, the reserve → commit protocol, the answer cache, the audit trail.
+
+Open one with :func:`open_ledger` (``memory:``, a SQLite path, or a ``postgresql://`` URL). The
+composition rules come from :mod:`dalenius.accounting`; the stores only keep the record.
+"""
+
+from dalenius.ledger.base import (
+    CHARGED_STATUSES,
+    OUTCOMES,
+    STATUSES,
+    AuditRecord,
+    BudgetInfo,
+    CachedAnswer,
+    ChargeRequest,
+    DatasetInfo,
+    Ledger,
+    LedgerEntry,
+    RequestInProgressError,
+    Reservation,
+    open_ledger,
+    sqlite_path,
+)
+
+__all__ = [
+    "CHARGED_STATUSES",
+    "OUTCOMES",
+    "STATUSES",
+    "AuditRecord",
+    "BudgetInfo",
+    "CachedAnswer",
+    "ChargeRequest",
+    "DatasetInfo",
+    "Ledger",
+    "LedgerEntry",
+    "RequestInProgressError",
+    "Reservation",
+    "open_ledger",
+    "sqlite_path",
+]

@@ -1,0 +1,865 @@
+"""The ledger's rules over SQL, shared by the SQLite, in-memory and PostgreSQL stores.
+
+Each public operation is one database transaction. The stores supply only what differs between
+engines: how a transaction begins and is made durable, how rows are locked (SQLite's
+``BEGIN IMMEDIATE`` takes the whole database; PostgreSQL locks the dataset row with
+``SELECT … FOR UPDATE``), and which error means "retry". Statements are written with ``?``
+placeholders; the PostgreSQL store rewrites them for its driver.
+
+Budget sums are computed in Python from the exact stored rationals (never with SQL arithmetic on
+floats). A reservation counts as spent from the moment it is recorded.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from dalenius.accounting import (
+    Definition,
+    cap_as,
+    compose,
+    convert,
+    definition_of,
+    minimum,
+    parse_definition,
+    shortfall,
+    zero_loss,
+)
+from dalenius.accounting import remaining as remaining_of
+from dalenius.core.errors import ConfigurationError, InternalError, UserError
+from dalenius.core.loss import Loss
+from dalenius.ledger import policy
+from dalenius.ledger.base import (
+    ANSWERED,
+    BUDGET_SET,
+    CACHED,
+    CHARGED_STATUSES,
+    COMMITTED,
+    DATASET_SET,
+    FAILED,
+    LOST,
+    PENDING,
+    REFUSED,
+    RESERVED,
+    ROLLED_BACK,
+    AuditRecord,
+    BudgetInfo,
+    CachedAnswer,
+    ChargeRequest,
+    DatasetInfo,
+    Ledger,
+    LedgerEntry,
+    RequestInProgressError,
+    Reservation,
+    _require_loss,
+    _require_name,
+)
+from dalenius.ledger.codec import decode_loss, decode_time, encode_loss, encode_time
+from dalenius.ledger.schema import SCHEMA_VERSION, Dialect, statements
+
+Row = tuple[Any, ...]
+
+_CHARGE_COLUMNS = (
+    "id, principal, dataset, sql_text, plan_hash, request_key, idempotency_key, loss, charged, "
+    "status, answer, created_at, finished_at, detail"
+)
+_AUDIT_COLUMNS = "seq, at, principal, dataset, sql_text, plan_hash, loss, outcome, detail, entry_id"
+_CHARGED_IN = "status IN ('pending', 'committed', 'lost')"
+_RETRIES = 5
+
+
+class Runner(Protocol):
+    """Runs one statement inside the current transaction and returns its rows."""
+
+    def run(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        """Execute ``sql`` with ``?`` placeholders bound to ``params``."""
+        ...
+
+
+def _entry(row: Row) -> LedgerEntry:
+    return LedgerEntry(
+        id=row[0],
+        principal=row[1],
+        dataset=row[2],
+        sql=row[3],
+        plan_hash=row[4],
+        request_key=row[5],
+        idempotency_key=row[6],
+        loss=decode_loss(row[7]),
+        charged=decode_loss(row[8]),
+        status=row[9],
+        answer=row[10],
+        created_at=decode_time(row[11]),
+        finished_at=None if row[12] is None else decode_time(row[12]),
+        detail=row[13],
+    )
+
+
+def _audit_record(row: Row) -> AuditRecord:
+    return AuditRecord(
+        seq=int(row[0]),
+        at=decode_time(row[1]),
+        principal=row[2],
+        dataset=row[3],
+        sql=row[4],
+        plan_hash=row[5],
+        loss=None if row[6] is None else decode_loss(row[6]),
+        outcome=row[7],
+        detail=row[8],
+        entry_id=row[9],
+    )
+
+
+def _filters(principal: str | None, dataset: str | None) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    if principal is not None:
+        clauses.append("principal = ?")
+        params.append(principal)
+    if dataset is not None:
+        clauses.append("dataset = ?")
+        params.append(dataset)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _check_refresh(refresh_days: int | None) -> None:
+    if refresh_days is None:
+        return
+    if isinstance(refresh_days, bool) or not isinstance(refresh_days, int) or refresh_days < 1:
+        raise ConfigurationError(
+            f"refresh_days must be a whole number of days >= 1, got {refresh_days!r}.",
+            fix="pass refresh_days=30 for a monthly budget, or None for one that never refreshes.",
+        )
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SqlLedger(Ledger):
+    """A :class:`Ledger` whose rules run over SQL transactions supplied by a subclass.
+
+    Args:
+        clock: returns the current time (timezone-aware); tests pass a fake one to cross budget
+            periods. Defaults to the system clock in UTC.
+    """
+
+    dialect: Dialect
+    for_update = ""
+    """Suffix that locks the rows a ``SELECT`` reads until the transaction ends (PostgreSQL)."""
+
+    def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
+        self._clock = clock or _utc_now
+        self._lock = threading.RLock()
+
+    # -- what a store supplies -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Runner]:
+        """A transaction: committed durably on normal exit, rolled back on an exception."""
+
+    def _is_conflict(self, error: BaseException) -> bool:
+        """Whether ``error`` means a concurrent writer won and the operation should be retried."""
+        return False
+
+    def _prepare_schema(self, tx: Runner) -> None:
+        """Serialise concurrent schema creation, where the engine needs it."""
+
+    def _integrity_problems(self, tx: Runner) -> list[str]:
+        """Problems the storage engine itself reports (page corruption and the like)."""
+        return []
+
+    # -- shared helpers --------------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        moment = self._clock()
+        if moment.tzinfo is None:
+            raise InternalError("The ledger's clock returned a naive datetime.")
+        return moment.astimezone(UTC)
+
+    def _init_schema(self) -> None:
+        with self._transaction(write=True) as tx:
+            self._prepare_schema(tx)
+            for statement in statements(self.dialect):
+                tx.run(statement)
+            rows = tx.run("SELECT value FROM dalenius_meta WHERE key = 'schema_version'")
+            if not rows:
+                tx.run(
+                    "INSERT INTO dalenius_meta (key, value) VALUES ('schema_version', ?)",
+                    (SCHEMA_VERSION,),
+                )
+            elif rows[0][0] != SCHEMA_VERSION:
+                raise ConfigurationError(
+                    f"This ledger was written with schema version {rows[0][0]}; "
+                    f"this Dalenius reads version {SCHEMA_VERSION}.",
+                    fix="open it with the Dalenius version that created it.",
+                )
+
+    def _retrying(self, action: Callable[[], Any]) -> Any:
+        for attempt in range(_RETRIES):
+            try:
+                return action()
+            except Exception as error:
+                if attempt + 1 < _RETRIES and self._is_conflict(error):
+                    continue
+                raise
+        raise InternalError("unreachable: the retry loop always returns or raises")
+
+    def _audit(
+        self,
+        tx: Runner,
+        *,
+        at: datetime,
+        principal: str,
+        dataset: str,
+        sql: str,
+        outcome: str,
+        detail: str,
+        plan_hash: str | None = None,
+        loss: Loss | None = None,
+        entry_id: str | None = None,
+    ) -> None:
+        tx.run(
+            "INSERT INTO dalenius_audit (at, principal, dataset, sql_text, plan_hash, loss, "
+            "outcome, detail, entry_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                encode_time(at),
+                principal,
+                dataset,
+                sql,
+                plan_hash,
+                None if loss is None else encode_loss(loss),
+                outcome,
+                detail,
+                entry_id,
+            ),
+        )
+
+    def _dataset(self, tx: Runner, name: str, *, lock: bool = False) -> DatasetInfo | None:
+        rows = tx.run(
+            "SELECT name, definition, total_cap FROM dalenius_datasets WHERE name = ?"
+            + (self.for_update if lock else ""),
+            (name,),
+        )
+        if not rows:
+            return None
+        name, definition, cap = rows[0]
+        total = None if cap is None else decode_loss(cap)
+        return DatasetInfo(name, parse_definition(definition), total)
+
+    def _budget(
+        self, tx: Runner, principal: str, dataset: str, *, lock: bool = False
+    ) -> BudgetInfo | None:
+        rows = tx.run(
+            "SELECT principal, dataset, cap, refresh_days, anchor FROM dalenius_budgets "
+            "WHERE principal = ? AND dataset = ?" + (self.for_update if lock else ""),
+            (principal, dataset),
+        )
+        if not rows:
+            return None
+        return _budget_info(rows[0])
+
+    def _sum(
+        self,
+        tx: Runner,
+        definition: Definition,
+        dataset: str,
+        principal: str | None = None,
+        since: datetime | None = None,
+    ) -> Loss:
+        sql = f"SELECT charged FROM dalenius_charges WHERE dataset = ? AND {_CHARGED_IN}"
+        params: list[object] = [dataset]
+        if principal is not None:
+            sql += " AND principal = ?"
+            params.append(principal)
+        if since is not None:
+            sql += " AND created_at >= ?"
+            params.append(encode_time(since))
+        return compose((decode_loss(row[0]) for row in tx.run(sql, params)), definition)
+
+    def _spent_in(self, tx: Runner, principal: str, dataset: str, now: datetime) -> Loss:
+        info = self._dataset(tx, dataset)
+        if info is None:
+            return zero_loss("pure")
+        budget = self._budget(tx, principal, dataset)
+        since = None if budget is None else policy.period_start(budget, now)
+        return self._sum(tx, info.definition, dataset, principal, since)
+
+    def _remaining_in(self, tx: Runner, principal: str, dataset: str, now: datetime) -> Loss:
+        info = self._dataset(tx, dataset)
+        if info is None:
+            return zero_loss("pure")
+        budget = self._budget(tx, principal, dataset)
+        if budget is None:
+            return zero_loss(info.definition)
+        since = policy.period_start(budget, now)
+        left = remaining_of(self._sum(tx, info.definition, dataset, principal, since), budget.cap)
+        if info.total_cap is not None:
+            shared = remaining_of(self._sum(tx, info.definition, dataset), info.total_cap)
+            left = minimum(left, shared)
+        return left
+
+    def _charge(self, tx: Runner, reservation_id: str) -> LedgerEntry:
+        rows = tx.run(
+            f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE id = ?" + self.for_update,
+            (reservation_id,),
+        )
+        if not rows:
+            raise InternalError(f"The ledger has no reservation {reservation_id!r}.")
+        return _entry(rows[0])
+
+    # -- datasets and budgets ----------------------------------------------------------------
+
+    def set_dataset(
+        self, dataset: str, *, definition: str = "pure", total_cap: Loss | None = None
+    ) -> None:
+        """Register a dataset's definition and, optionally, its total cap (see :class:`Ledger`)."""
+        _require_name(dataset, "dataset")
+        target = parse_definition(definition)
+        cap: Loss | None = None
+        if total_cap is not None:
+            _require_loss(total_cap, "total cap")
+            cap = cap_as(total_cap, target)
+        with self._lock:
+            self._retrying(lambda: self._set_dataset(dataset, target, cap))
+
+    def _set_dataset(self, dataset: str, definition: Definition, cap: Loss | None) -> None:
+        with self._transaction(write=True) as tx:
+            now = self._now()
+            current = self._dataset(tx, dataset, lock=True)
+            if current is None:
+                tx.run(
+                    "INSERT INTO dalenius_datasets (name, definition, total_cap, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (
+                        dataset,
+                        definition,
+                        None if cap is None else encode_loss(cap),
+                        encode_time(now),
+                    ),
+                )
+            else:
+                if current.definition != definition:
+                    used = tx.run(
+                        "SELECT (SELECT COUNT(*) FROM dalenius_budgets WHERE dataset = ?) + "
+                        "(SELECT COUNT(*) FROM dalenius_charges WHERE dataset = ?)",
+                        (dataset, dataset),
+                    )[0][0]
+                    if used:
+                        raise ConfigurationError(
+                            f"Dataset {dataset!r} is accounted as {current.definition!r} and "
+                            f"already has budgets or charges; it cannot switch to {definition!r}.",
+                            why="its stored charges and caps are sums in the old definition.",
+                            fix=(
+                                f"keep definition={current.definition!r}, or register the data "
+                                "under a new dataset name."
+                            ),
+                        )
+                    if current.total_cap is not None and cap is None:
+                        cap = cap_as(current.total_cap, definition)
+                tx.run(
+                    "UPDATE dalenius_datasets SET definition = ?, "
+                    "total_cap = COALESCE(?, total_cap) WHERE name = ?",
+                    (definition, None if cap is None else encode_loss(cap), dataset),
+                )
+            detail = f"definition {definition}" + ("" if cap is None else f", total cap {cap}")
+            self._audit(
+                tx,
+                at=now,
+                principal="",
+                dataset=dataset,
+                sql="",
+                outcome=DATASET_SET,
+                detail=detail,
+                loss=cap,
+            )
+
+    def remove_total_cap(self, dataset: str) -> None:
+        """Lift a dataset's total cap (analysts' own budgets still apply)."""
+        _require_name(dataset, "dataset")
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            if self._dataset(tx, dataset, lock=True) is None:
+                raise ConfigurationError(f"The ledger has no dataset {dataset!r}.")
+            tx.run("UPDATE dalenius_datasets SET total_cap = NULL WHERE name = ?", (dataset,))
+            self._audit(
+                tx,
+                at=now,
+                principal="",
+                dataset=dataset,
+                sql="",
+                outcome=DATASET_SET,
+                detail="total cap removed",
+            )
+
+    def set_budget(
+        self, principal: str, dataset: str, cap: Loss, *, refresh_days: int | None = None
+    ) -> None:
+        """Set an analyst's cap on a dataset (see :class:`Ledger`)."""
+        _require_name(principal, "analyst")
+        _require_name(dataset, "dataset")
+        _require_loss(cap, "budget")
+        _check_refresh(refresh_days)
+        with self._lock:
+            self._retrying(lambda: self._set_budget(principal, dataset, cap, refresh_days))
+
+    def _set_budget(
+        self, principal: str, dataset: str, cap: Loss, refresh_days: int | None
+    ) -> None:
+        with self._transaction(write=True) as tx:
+            now = self._now()
+            info = self._dataset(tx, dataset, lock=True)
+            if info is None:
+                definition = definition_of(cap)
+                tx.run(
+                    "INSERT INTO dalenius_datasets (name, definition, total_cap, created_at) "
+                    "VALUES (?, ?, NULL, ?)",
+                    (dataset, definition, encode_time(now)),
+                )
+            else:
+                definition = info.definition
+            stored = cap_as(cap, definition)
+            current = self._budget(tx, principal, dataset, lock=True)
+            anchor = now if current is None else current.anchor
+            tx.run(
+                "INSERT INTO dalenius_budgets (principal, dataset, cap, refresh_days, anchor) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (principal, dataset) DO UPDATE SET "
+                "cap = excluded.cap, refresh_days = excluded.refresh_days",
+                (principal, dataset, encode_loss(stored), refresh_days, encode_time(anchor)),
+            )
+            every = "" if refresh_days is None else f", refreshed every {refresh_days} days"
+            self._audit(
+                tx,
+                at=now,
+                principal=principal,
+                dataset=dataset,
+                sql="",
+                outcome=BUDGET_SET,
+                detail=f"budget {stored}{every}",
+                loss=stored,
+            )
+
+    def get_budget(self, principal: str, dataset: str) -> Loss | None:
+        """The analyst's cap on the dataset, in the dataset's definition, or ``None``."""
+        with self._lock, self._transaction(write=False) as tx:
+            budget = self._budget(tx, principal, dataset)
+            return None if budget is None else budget.cap
+
+    def remaining(self, principal: str, dataset: str) -> Loss:
+        """What the analyst may still spend now (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=False) as tx:
+            return self._remaining_in(tx, principal, dataset, self._now())
+
+    def spent(self, principal: str, dataset: str) -> Loss:
+        """What the analyst spent in the current period (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=False) as tx:
+            return self._spent_in(tx, principal, dataset, self._now())
+
+    def total_spent(self, dataset: str) -> Loss:
+        """What all analysts together spent on the dataset, ever."""
+        with self._lock, self._transaction(write=False) as tx:
+            info = self._dataset(tx, dataset)
+            if info is None:
+                return zero_loss("pure")
+            return self._sum(tx, info.definition, dataset)
+
+    # -- the release protocol ----------------------------------------------------------------
+
+    def reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer:
+        """Answer from the record, or check every cap and hold the loss (see :class:`Ledger`)."""
+        if not isinstance(request, ChargeRequest):
+            raise ConfigurationError(
+                f"reserve() takes a ChargeRequest, got {type(request).__name__}."
+            )
+        with self._lock:
+            outcome: Reservation | CachedAnswer | UserError = self._retrying(
+                lambda: self._reserve(request)
+            )
+        if isinstance(outcome, UserError):
+            raise outcome
+        return outcome
+
+    def _reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer | UserError:
+        with self._transaction(write=True) as tx:
+            now = self._now()
+            # Locks the dataset row first (PostgreSQL), so checks and insert are one atomic step
+            # with respect to every other reserve on this dataset, in any process.
+            info = self._dataset(tx, request.dataset, lock=True)
+            budget = self._budget(tx, request.principal, request.dataset, lock=True)
+            decision = self._decide(tx, request, info, budget, now)
+            if isinstance(decision, CachedAnswer):
+                self._audit(
+                    tx,
+                    at=now,
+                    principal=request.principal,
+                    dataset=request.dataset,
+                    sql=request.sql,
+                    plan_hash=request.plan_hash,
+                    outcome=CACHED,
+                    detail=f"answered from entry {decision.entry_id} at no cost",
+                    entry_id=decision.entry_id,
+                )
+                return decision
+            if isinstance(decision, UserError):
+                self._audit(
+                    tx,
+                    at=now,
+                    principal=request.principal,
+                    dataset=request.dataset,
+                    sql=request.sql,
+                    plan_hash=request.plan_hash,
+                    loss=request.loss,
+                    outcome=REFUSED,
+                    detail=decision.what,
+                )
+                return decision
+            reservation = Reservation(uuid.uuid4().hex, request)
+            tx.run(
+                f"INSERT INTO dalenius_charges ({_CHARGE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '')",
+                (
+                    reservation.id,
+                    request.principal,
+                    request.dataset,
+                    request.sql,
+                    request.plan_hash,
+                    request.request_key,
+                    request.idempotency_key,
+                    encode_loss(request.loss),
+                    encode_loss(decision),
+                    PENDING,
+                    encode_time(now),
+                ),
+            )
+            self._audit(
+                tx,
+                at=now,
+                principal=request.principal,
+                dataset=request.dataset,
+                sql=request.sql,
+                plan_hash=request.plan_hash,
+                loss=decision,
+                outcome=RESERVED,
+                detail="reserved before reading data",
+                entry_id=reservation.id,
+            )
+            return reservation
+
+    def _decide(
+        self,
+        tx: Runner,
+        request: ChargeRequest,
+        info: DatasetInfo | None,
+        budget: BudgetInfo | None,
+        now: datetime,
+    ) -> Loss | CachedAnswer | UserError:
+        """The answer from the record, a refusal, or the loss to charge (in the dataset's type)."""
+        if request.idempotency_key is not None:
+            rows = tx.run(
+                f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE principal = ? "
+                "AND idempotency_key = ? AND status <> 'rolled_back'",
+                (request.principal, request.idempotency_key),
+            )
+            if rows:
+                return _replay(_entry(rows[0]), request)
+        rows = tx.run(
+            f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE principal = ? AND dataset = ? "
+            "AND request_key = ? AND status = 'committed' ORDER BY created_at, id LIMIT 1",
+            (request.principal, request.dataset, request.request_key),
+        )
+        if rows:
+            entry = _entry(rows[0])
+            return CachedAnswer(entry.id, entry.answer or "", entry.loss, entry.created_at)
+        if info is None or budget is None:
+            return policy.no_budget(request.principal, request.dataset, request.loss)
+        try:
+            charged = convert(request.loss, info.definition)
+        except ConfigurationError as error:
+            return error
+        since = policy.period_start(budget, now)
+        spent = self._sum(tx, info.definition, request.dataset, request.principal, since)
+        short = shortfall(spent, charged, budget.cap)
+        if short is not None:
+            return policy.over_budget(
+                request.principal, request.dataset, short, policy.period_end(budget, now)
+            )
+        if info.total_cap is not None:
+            short = shortfall(
+                self._sum(tx, info.definition, request.dataset), charged, info.total_cap
+            )
+            if short is not None:
+                return policy.over_total(request.dataset, short)
+        return charged
+
+    def commit(self, reservation: Reservation, answer: str) -> str:
+        """Record the released answer durably and return the entry id (see :class:`Ledger`)."""
+        if not isinstance(answer, str):
+            raise InternalError(
+                f"commit() needs the answer as JSON text, got {type(answer).__name__}."
+            )
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            entry = self._charge(tx, reservation.id)
+            if entry.status == COMMITTED:
+                raise InternalError(f"Reservation {entry.id} was already committed.")
+            if entry.status == ROLLED_BACK:
+                raise InternalError(
+                    f"Reservation {entry.id} was rolled back ({entry.detail}); its answer must "
+                    "not be released."
+                )
+            tx.run(
+                "UPDATE dalenius_charges SET status = ?, answer = ?, finished_at = ? WHERE id = ?",
+                (COMMITTED, answer, encode_time(now), entry.id),
+            )
+            self._audit(
+                tx,
+                at=now,
+                principal=entry.principal,
+                dataset=entry.dataset,
+                sql=entry.sql,
+                plan_hash=entry.plan_hash,
+                loss=entry.charged,
+                outcome=ANSWERED,
+                detail="released"
+                if entry.status == PENDING
+                else "released after being marked lost",
+                entry_id=entry.id,
+            )
+        return entry.id
+
+    def rollback(self, reservation: Reservation, reason: str) -> None:
+        """Refund a reservation that failed before noise was drawn (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            entry = self._charge(tx, reservation.id)
+            if entry.status == ROLLED_BACK:
+                return
+            if entry.status == COMMITTED:
+                raise InternalError(
+                    f"Reservation {entry.id} was committed; a released answer is never refunded."
+                )
+            tx.run(
+                "UPDATE dalenius_charges SET status = ?, finished_at = ?, detail = ? WHERE id = ?",
+                (ROLLED_BACK, encode_time(now), str(reason), entry.id),
+            )
+            self._audit(
+                tx,
+                at=now,
+                principal=entry.principal,
+                dataset=entry.dataset,
+                sql=entry.sql,
+                plan_hash=entry.plan_hash,
+                loss=entry.charged,
+                outcome=FAILED,
+                detail=f"rolled back, nothing spent: {reason}",
+                entry_id=entry.id,
+            )
+
+    def recover(self, older_than: timedelta = timedelta(minutes=10)) -> list[str]:
+        """Mark stale pending reservations as lost; they stay charged (see :class:`Ledger`)."""
+        if older_than < timedelta(0):
+            raise ConfigurationError(f"older_than must be >= 0, got {older_than}.")
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            rows = tx.run(
+                f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE status = 'pending' "
+                "AND created_at <= ? ORDER BY created_at, id" + self.for_update,
+                (encode_time(now - older_than),),
+            )
+            lost = [_entry(row) for row in rows]
+            why = "never committed nor rolled back (its process stopped); kept charged"
+            for entry in lost:
+                tx.run(
+                    "UPDATE dalenius_charges SET status = ?, finished_at = ?, detail = ? "
+                    "WHERE id = ?",
+                    (LOST, encode_time(now), why, entry.id),
+                )
+                self._audit(
+                    tx,
+                    at=now,
+                    principal=entry.principal,
+                    dataset=entry.dataset,
+                    sql=entry.sql,
+                    plan_hash=entry.plan_hash,
+                    loss=entry.charged,
+                    outcome=LOST,
+                    detail=why,
+                    entry_id=entry.id,
+                )
+        return [entry.id for entry in lost]
+
+    def record(
+        self,
+        *,
+        principal: str,
+        dataset: str,
+        sql: str,
+        outcome: str,
+        detail: str,
+        plan_hash: str | None = None,
+        loss: Loss | None = None,
+    ) -> None:
+        """Write an audit line for a request refused or failed outside the ledger."""
+        _require_name(outcome, "outcome")
+        if loss is not None:
+            _require_loss(loss, "loss")
+        with self._lock, self._transaction(write=True) as tx:
+            self._audit(
+                tx,
+                at=self._now(),
+                principal=principal,
+                dataset=dataset,
+                sql=sql,
+                outcome=outcome,
+                detail=detail,
+                plan_hash=plan_hash,
+                loss=loss,
+            )
+
+    # -- reading the record ------------------------------------------------------------------
+
+    def entries(
+        self, principal: str | None = None, dataset: str | None = None
+    ) -> list[LedgerEntry]:
+        """Every charge (any status), oldest first, optionally filtered."""
+        where, params = _filters(principal, dataset)
+        with self._lock, self._transaction(write=False) as tx:
+            rows = tx.run(
+                f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges{where} ORDER BY created_at, id",
+                params,
+            )
+        return [_entry(row) for row in rows]
+
+    def audit(self, principal: str | None = None, dataset: str | None = None) -> list[AuditRecord]:
+        """The audit trail in order, optionally filtered."""
+        where, params = _filters(principal, dataset)
+        with self._lock, self._transaction(write=False) as tx:
+            rows = tx.run(
+                f"SELECT {_AUDIT_COLUMNS} FROM dalenius_audit{where} ORDER BY seq", params
+            )
+        return [_audit_record(row) for row in rows]
+
+    def datasets(self) -> list[DatasetInfo]:
+        """Every registered dataset, by name."""
+        with self._lock, self._transaction(write=False) as tx:
+            rows = tx.run("SELECT name, definition, total_cap FROM dalenius_datasets ORDER BY name")
+        return [
+            DatasetInfo(name, parse_definition(d), None if c is None else decode_loss(c))
+            for name, d, c in rows
+        ]
+
+    def budgets(self, principal: str | None = None, dataset: str | None = None) -> list[BudgetInfo]:
+        """Every budget, by dataset then analyst, optionally filtered."""
+        where, params = _filters(principal, dataset)
+        with self._lock, self._transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT principal, dataset, cap, refresh_days, anchor FROM dalenius_budgets"
+                f"{where} ORDER BY dataset, principal",
+                params,
+            )
+        return [_budget_info(row) for row in rows]
+
+    def verify(self) -> list[str]:
+        """Check storage integrity and the ledger's invariants; return the problems found."""
+        with self._lock, self._transaction(write=False) as tx:
+            problems = self._integrity_problems(tx)
+            problems.extend(_invariant_problems(tx))
+        return problems
+
+
+def _budget_info(row: Row) -> BudgetInfo:
+    principal, dataset, cap, refresh, anchor = row
+    return BudgetInfo(
+        principal,
+        dataset,
+        decode_loss(cap),
+        None if refresh is None else int(refresh),
+        decode_time(anchor),
+    )
+
+
+def _replay(entry: LedgerEntry, request: ChargeRequest) -> CachedAnswer | UserError:
+    """The outcome of a retried request whose idempotency key is already on record."""
+    if entry.request_key != request.request_key or entry.dataset != request.dataset:
+        return ConfigurationError(
+            f"Idempotency key {request.idempotency_key!r} was already used for a different request "
+            f"(entry {entry.id}).",
+            why="a key names one request, so a retry can be answered without charging twice.",
+            fix="use a fresh idempotency key for each new request.",
+        )
+    if entry.status == COMMITTED:
+        return CachedAnswer(entry.id, entry.answer or "", entry.loss, entry.created_at)
+    if entry.status == LOST:
+        return RequestInProgressError(
+            f"The request with idempotency key {request.idempotency_key!r} was lost when its "
+            f"gateway stopped (entry {entry.id}); it stays charged.",
+            why="noise may have been drawn for it, so it cannot be refunded or silently re-run.",
+            fix="send the request again with a new idempotency key.",
+        )
+    return RequestInProgressError(
+        f"The request with idempotency key {request.idempotency_key!r} is still in progress "
+        f"(entry {entry.id}).",
+        why="answering it twice would charge twice.",
+        fix="retry in a moment; if its gateway crashed, run recover() first.",
+    )
+
+
+def _invariant_problems(tx: Runner) -> list[str]:
+    """Problems in the ledger's own records: malformed losses, answers without charges, etc."""
+    problems: list[str] = []
+    definitions: dict[str, str] = {}
+    for name, definition, cap in tx.run(
+        "SELECT name, definition, total_cap FROM dalenius_datasets"
+    ):
+        definitions[name] = definition
+        problems.extend(_loss_problems(cap, f"total cap of dataset {name!r}", definition, True))
+    for principal, dataset, cap in tx.run("SELECT principal, dataset, cap FROM dalenius_budgets"):
+        where = f"budget of {principal!r} on {dataset!r}"
+        problems.extend(_loss_problems(cap, where, definitions.get(dataset), False))
+    answered = {
+        row[0]
+        for row in tx.run(
+            "SELECT entry_id FROM dalenius_audit WHERE outcome = ? AND entry_id IS NOT NULL",
+            (ANSWERED,),
+        )
+    }
+    for row in tx.run(f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges"):
+        ident, dataset, loss, charged, status, answer = (
+            row[0],
+            row[2],
+            row[7],
+            row[8],
+            row[9],
+            row[10],
+        )
+        problems.extend(_loss_problems(loss, f"loss of entry {ident}", None, False))
+        problems.extend(
+            _loss_problems(charged, f"charge of entry {ident}", definitions.get(dataset), False)
+        )
+        if (status == COMMITTED) != (answer is not None):
+            problems.append(f"entry {ident} has status {status} but answer={answer is not None}")
+        if status == COMMITTED and ident not in answered:
+            problems.append(f"committed entry {ident} has no 'answered' audit line")
+        if status not in CHARGED_STATUSES and status != ROLLED_BACK:
+            problems.append(f"entry {ident} has unknown status {status!r}")
+    return problems
+
+
+def _loss_problems(
+    text: str | None, where: str, definition: str | None, optional: bool
+) -> list[str]:
+    if text is None:
+        return [] if optional else [f"{where} is missing"]
+    try:
+        loss = decode_loss(text)
+    except InternalError as error:
+        return [f"{where}: {error}"]
+    if definition is not None and definition_of(loss) != definition:
+        return [f"{where} is {loss}, not a {definition!r} loss"]
+    return []

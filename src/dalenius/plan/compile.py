@@ -1,0 +1,298 @@
+"""Compile a logical :class:`~dalenius.plan.nodes.Query` into a :class:`~dalenius.plan.nodes.DPQuery`.
+
+Steps, in order (each visible in explain output):
+
+1. **Unit caps.** How many rows (R) and groups (G) one privacy unit can contribute: the catalog's
+   caps for an id unit (enforced in the engine), 1 for a row, or the join multiplicity for a row
+   joined to a public table (measured on the public table), 1 after per-unit aggregation.
+2. **Measurements.** ``COUNT`` → a noisy count; ``SUM(x)`` → a noisy sum of ``x`` clipped to its
+   bounds; ``AVG(x)`` → a noisy sum of ``clip(x) − midpoint`` and a noisy ``COUNT(x)``; variance
+   and standard deviation add a noisy sum of squares; quantiles, MEDIAN, MIN and MAX → exact
+   per-bin counts over the bounds, from which a private selection picks a bin. Identical
+   measurements are shared (``COUNT(*), AVG(age)`` with a non-nullable ``age`` uses one count).
+3. **Sensitivity.** Each measurement's L1 sensitivity over all groups: per-row bound times R
+   (a distinct-unit count: min(R, G)).
+4. **Selection.** Groups without public keys are released only above a noisy threshold
+   calibrated to δ; the selection's noisy count is the query's ``COUNT(*)`` when that counts
+   units, otherwise an extra count of distinct units.
+5. **ε split.** ε is split equally across the noisy measurements and selections (sequential
+   composition); each covers all groups at once (parallel composition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+
+from dalenius.core.errors import PrivacyRefusal
+from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.mechanisms.laplace import IntegerLaplace
+from dalenius.mechanisms.partition_selection import laplace_threshold
+from dalenius.plan.cost import split_equally
+from dalenius.plan.derive import Bounds
+from dalenius.plan.expr import Col, Expr
+from dalenius.plan.nodes import (
+    AggCall,
+    DPQuery,
+    Filter,
+    Join,
+    Measurement,
+    MeasurementKind,
+    Project,
+    Query,
+    Relation,
+    Scan,
+    Selection,
+    Statistic,
+    UnitAggregate,
+    output_fields,
+)
+from dalenius.plan.sensitivity import sum_grid, sum_sq_grid
+
+MAX_INT_BINS = 4096
+"""An int argument whose bounds span at most this many values gets one bin per value."""
+
+FLOAT_BINS = 1024
+"""Otherwise the bounds are cut into this many equal bins."""
+
+RANK_CONFIDENCE = Fraction(95, 100)
+"""MIN and MAX aim at the rank the selection can reliably reach at this confidence."""
+
+_Key = tuple[MeasurementKind, Expr | None, Bounds | None, Fraction, bool, str]
+
+
+def caps(query: Query) -> tuple[int, int]:
+    """``(R, G)``: the most rows and the most groups one privacy unit contributes."""
+    unit = query.unit
+    if unit.kind == "row":
+        m = _multiplicity(query.relation)
+        return m, m
+    return unit.max_rows, unit.max_groups
+
+
+def _multiplicity(relation: Relation) -> int:
+    match relation:
+        case Scan():
+            return 1
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+            return _multiplicity(c)
+        case Join(left=left, multiplicity=m, kind=kind):
+            if m < 0:
+                raise AssertionError("join multiplicity was not measured before compiling")
+            return _multiplicity(left) * max(m, 1 if kind == "left" else m)
+    raise AssertionError(f"unknown relation {relation!r}")
+
+
+def to_dp(query: Query, epsilon: Fraction, delta: Fraction | None = None) -> DPQuery:
+    """Turn a validated logical query into measurements, statistics and an ε split.
+
+    Raises:
+        PrivacyRefusal: when groups without public keys need a δ and none was given.
+    """
+    rows, groups = caps(query)
+    nullable = {f.id: f.nullable for f in output_fields(query.relation)}
+    builder = _Builder(rows, groups, nullable)
+    statistics = [builder.statistic(agg) for agg in query.aggregates]
+    selection_key: _Key | None = None
+    if any(k.keys is None for k in query.group_by):
+        if not delta:
+            names = ", ".join(k.name for k in query.group_by if k.keys is None)
+            raise PrivacyRefusal(
+                f"GROUP BY {names} has no public key list, so its groups must be selected privately, "
+                "which needs a delta.",
+                clause="GROUP BY",
+                why=(
+                    "a group that exists because of one person would otherwise reveal them; a noisy "
+                    "threshold releases such a group only with probability delta."
+                ),
+                fix="pass delta (for example 1e-6), or group by columns with public keys.",
+            )
+        selection_key = builder.selection_key(query)
+    measurements, shares = builder.finish(statistics, epsilon)
+    statistics = [
+        Statistic(**{**s.__dict__, "epsilon": shares[f"q{i}"]}) if s.kind == "quantile" else s
+        for i, s in enumerate(statistics)
+    ]
+    selection = None
+    loss: PureDP | ApproxDP = PureDP(epsilon)
+    if selection_key is not None:
+        assert delta is not None
+        name = builder.names[selection_key]
+        m = next(x for x in measurements if x.name == name)
+        selection = _selection(m, delta, builder, query)
+        loss = ApproxDP(epsilon, delta)
+    return DPQuery(
+        query=query,
+        measurements=tuple(measurements),
+        statistics=tuple(statistics),
+        selection=selection,
+        loss=loss,
+    )
+
+
+def _selection(m: Measurement, delta: Fraction, builder: _Builder, query: Query) -> Selection:
+    scale = IntegerLaplace(m.sensitivity_units, m.epsilon).scale
+    per_group = 1 if m.distinct_unit or query.unit.kind == "aggregated" else builder.rows
+    threshold = laplace_threshold(scale, delta, groups=builder.l0, max_count=per_group)
+    shared = m.name in builder.output_names
+    return Selection(measurement=m.name, threshold=threshold, delta=delta, shared=shared)
+
+
+class _Builder:
+    """Collects measurements, sharing identical ones, in first-use order."""
+
+    def __init__(self, rows: int, groups: int, nullable: dict[str, bool]) -> None:
+        self.rows = rows
+        self.groups = groups
+        self.l0 = min(rows, groups)
+        self.nullable = nullable
+        self.specs: list[_Key] = []
+        self.names: dict[_Key, str] = {}
+        self.output_names: set[str] = set()
+        self.quantiles = 0
+
+    def need(
+        self,
+        kind: MeasurementKind,
+        arg: Expr | None,
+        bounds: Bounds | None = None,
+        center: Fraction = Fraction(0),
+        distinct_unit: bool = False,
+        *,
+        arg_type: str = "int",
+        output: bool = True,
+    ) -> str:
+        if kind == "count" and isinstance(arg, Col) and not self.nullable.get(arg.name, True):
+            arg = None  # COUNT of a never-NULL column is COUNT(*)
+        if kind in ("count", "count_distinct"):
+            arg_type = "int"
+        key: _Key = (kind, arg, bounds, center, distinct_unit, arg_type)
+        if key not in self.names:
+            self.specs.append(key)
+            self.names[key] = f"m{len(self.specs) - 1}"
+        name = self.names[key]
+        if output:
+            self.output_names.add(name)
+        return name
+
+    def statistic(self, agg: AggCall) -> Statistic:
+        func = agg.func
+        if func == "count":
+            return Statistic("count", (self.need("count", agg.arg),))
+        if func == "count_distinct":
+            return Statistic(
+                "count", (self.need("count_distinct", agg.arg, distinct_unit=agg.distinct_unit),)
+            )
+        assert agg.bounds is not None and agg.arg is not None
+        low, high = agg.bounds
+        mid = (low + high) / 2
+        t = agg.arg_type
+        if func == "sum":
+            return Statistic(
+                "sum", (self.need("sum", agg.arg, agg.bounds, arg_type=t),), bounds=agg.bounds
+            )
+        if func == "avg":
+            plain: _Key = ("sum", agg.arg, agg.bounds, Fraction(0), False, t)
+            center = Fraction(0) if plain in self.names else mid
+            s = self.need("sum", agg.arg, agg.bounds, center, arg_type=t)
+            return Statistic("avg", (s, self.need("count", agg.arg)), bounds=agg.bounds)
+        if func in ("var_pop", "var_samp", "stddev_pop", "stddev_samp"):
+            s = self.need("sum", agg.arg, agg.bounds, mid, arg_type=t)
+            s2 = self.need("sum_sq", agg.arg, agg.bounds, mid, arg_type=t)
+            c = self.need("count", agg.arg)
+            return Statistic(
+                "var",
+                (s, s2, c),
+                bounds=agg.bounds,
+                sample=func.endswith("samp"),
+                sqrt=func.startswith("stddev"),
+            )
+        h = self.need("histogram", agg.arg, agg.bounds, arg_type=t, output=False)
+        self.quantiles += 1
+        if func == "quantile":
+            return Statistic("quantile", (h,), bounds=agg.bounds, q=agg.q)
+        return Statistic(
+            "quantile", (h,), bounds=agg.bounds, rank="low" if func == "min" else "high"
+        )
+
+    def selection_key(self, query: Query) -> _Key:
+        """The measurement counting units per group, reusing COUNT(*) where it counts units."""
+        if query.unit.kind in ("row", "aggregated"):
+            name = self.need("count", None, output=False)
+        else:
+            name = self.need(
+                "count_distinct", Col(query.unit.field or ""), distinct_unit=True, output=False
+            )
+        return next(k for k, v in self.names.items() if v == name)
+
+    def finish(
+        self, statistics: list[Statistic], epsilon: Fraction
+    ) -> tuple[list[Measurement], dict[str, Fraction]]:
+        noisy = [key for key in self.specs if key[0] != "histogram"]
+        quantile_ids = [f"q{i}" for i, s in enumerate(statistics) if s.kind == "quantile"]
+        parts = len(noisy) + len(quantile_ids)
+        shares_list = split_equally(epsilon, parts)
+        shares: dict[str, Fraction] = {}
+        iterator: Iterator[Fraction] = iter(shares_list)
+        for key in noisy:
+            shares[self.names[key]] = next(iterator)
+        for qid in quantile_ids:
+            shares[qid] = next(iterator)
+        measurements = [
+            self.measurement(key, shares.get(self.names[key], Fraction(0))) for key in self.specs
+        ]
+        return measurements, shares
+
+    def measurement(self, key: _Key, epsilon: Fraction) -> Measurement:
+        kind, arg, bounds, center, distinct_unit, arg_type = key
+        name = self.names[key]
+        edges: tuple[Fraction, ...] = ()
+        if kind in ("count", "count_distinct"):
+            granularity, row_units = Fraction(1), 1
+            sensitivity = self.l0 if distinct_unit else self.rows
+        elif kind == "histogram":
+            assert bounds is not None
+            edges = _edges(bounds, integer=_int_bounds(bounds) and arg_type == "int")
+            granularity, row_units = Fraction(1), 1
+            sensitivity = self.rows
+        else:
+            assert bounds is not None
+            if kind == "sum":
+                granularity, row_units = sum_grid(bounds, center, arg_type)
+            else:
+                granularity, row_units = sum_sq_grid(bounds, center, arg_type)
+            sensitivity = row_units * self.rows
+        if kind in ("sum", "sum_sq") and row_units > 2**52:
+            raise PrivacyRefusal(
+                "the bounds are too wide for an exact sum.",
+                clause="SELECT",
+                fix="ask the custodian for tighter bounds.",
+            )
+        return Measurement(
+            name=name,
+            kind=kind,
+            arg=arg,
+            arg_type=arg_type,
+            bounds=bounds,
+            center=center,
+            granularity=granularity,
+            row_units=row_units,
+            sensitivity_units=sensitivity,
+            epsilon=epsilon,
+            edges=edges,
+            distinct_unit=distinct_unit,
+        )
+
+
+def _int_bounds(bounds: Bounds) -> bool:
+    return all(b.denominator == 1 for b in bounds)
+
+
+def _edges(bounds: Bounds, *, integer: bool) -> tuple[Fraction, ...]:
+    low, high = bounds
+    if integer and high - low + 1 <= MAX_INT_BINS:
+        return tuple(Fraction(v) for v in range(int(low), int(high) + 2))
+    if high == low:
+        return (low, low + 1)
+    width = (high - low) / FLOAT_BINS
+    return tuple(low + i * width for i in range(FLOAT_BINS + 1))

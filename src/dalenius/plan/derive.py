@@ -1,0 +1,280 @@
+"""Derive, from public metadata only, the type, bounds and key list of an expression.
+
+* **Bounds** by interval arithmetic over the columns' public bounds: ``SUM(a * b)`` is summable
+  when ``a`` and ``b`` are bounded; ``SUM(CASE WHEN ... THEN 1 ELSE 0 END)`` has bounds [0, 1].
+  Inside aggregates each column is clipped to its bounds first, so the result always lies within
+  the derived bounds.
+* **Keys** by enumeration over public domains: a column with a key list, a bool, or an int column
+  whose public bounds span at most :data:`MAX_DOMAIN` values. ``LEAST((age / 10) * 10, 60)`` over
+  ``age`` in [17, 90] has the public keys 10, 20, …, 60; a ``CASE`` with literal results has those
+  literals. An expression with no finite public domain has no public keys (its groups must then
+  be selected privately).
+
+Example:
+    >>> from fractions import Fraction as F
+    >>> from dalenius.plan.expr import BinOp, Col, Lit
+    >>> fields = {"age": FieldInfo("int", (F(17), F(90)), None, False)}
+    >>> bounds_of(BinOp("*", Col("age"), Lit(2)), fields)
+    (Fraction(34, 1), Fraction(180, 1))
+    >>> keys_of(BinOp("/", Col("age"), Lit(30)), fields)
+    (0, 1, 2, 3)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from dalenius.core.catalog import Key
+from dalenius.plan.evaluate import EvaluationError, evaluate
+from dalenius.plan.expr import (
+    Between,
+    BinOp,
+    Case,
+    Col,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    Not,
+    columns,
+)
+
+MAX_DOMAIN = 100_000
+"""The largest public domain enumerated to derive the keys of a GROUP BY expression."""
+
+Bounds = tuple[Fraction, Fraction]
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """Public metadata of one column of a relation."""
+
+    type: str
+    bounds: Bounds | None
+    keys: tuple[Key, ...] | None
+    nullable: bool
+
+
+def type_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> str:
+    """The SQL type of ``expr``: ``int``, ``float``, ``str``, ``bool``, ``date`` or ``null``."""
+    match expr:
+        case Col(name=name):
+            return fields[name].type
+        case Lit(value=None):
+            return "null"
+        case Lit(value=bool()):
+            return "bool"
+        case Lit(value=int()):
+            return "int"
+        case Lit(value=float()):
+            return "float"
+        case Lit():
+            return "str"
+        case BinOp(op=op, left=left, right=right):
+            if op in ("AND", "OR", "=", "<>", "<", "<=", ">", ">="):
+                return "bool"
+            if op == "||":
+                return "str"
+            kinds = {type_of(left, fields), type_of(right, fields)} - {"null"}
+            return "int" if kinds <= {"int"} else "float"
+        case Not() | IsNull() | InList() | Between() | Like():
+            return "bool"
+        case Neg(operand=o):
+            return type_of(o, fields)
+        case Func(name=name, args=args):
+            if name in ("LOWER", "UPPER", "TRIM"):
+                return "str"
+            if name in ("LENGTH", "YEAR", "MONTH", "DAY"):
+                return "int"
+            kinds = {type_of(a, fields) for a in args} - {"null"}
+            if name in ("FLOOR", "CEIL", "ROUND", "ABS"):
+                return "int" if kinds <= {"int"} else "float"
+            return _common(kinds)
+        case Case(whens=whens, default=default):
+            kinds = {type_of(v, fields) for _, v in whens}
+            if default is not None:
+                kinds.add(type_of(default, fields))
+            return _common(kinds - {"null"})
+    raise AssertionError(f"unknown expression {expr!r}")
+
+
+def _common(kinds: set[str]) -> str:
+    if not kinds:
+        return "null"
+    if kinds <= {"int", "float"}:
+        return "float" if "float" in kinds else "int"
+    return next(iter(sorted(kinds)))
+
+
+def bounds_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | None:
+    """Public bounds of a numeric expression, or ``None`` when they cannot be derived."""
+    result = _bounds(expr, fields)
+    return None if result is _EMPTY else result  # type: ignore[return-value]
+
+
+class _Empty:
+    """Marks an expression that is always NULL (contributes nothing to a sum)."""
+
+
+_EMPTY = _Empty()
+
+
+def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | None:
+    match expr:
+        case Col(name=name):
+            info = fields[name]
+            if info.type == "bool":
+                return Fraction(0), Fraction(1)
+            return info.bounds
+        case Lit(value=None):
+            return _EMPTY
+        case Lit(value=bool()):
+            return None
+        case Lit(value=int(v)) | Lit(value=float(v)):
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            f = Fraction(repr(v)) if isinstance(v, float) else Fraction(v)
+            return f, f
+        case BinOp(op=op, left=left, right=right) if op in ("+", "-", "*", "/"):
+            a, b = _bounds(left, fields), _bounds(right, fields)
+            if a is None or b is None:
+                return None
+            if isinstance(a, _Empty) or isinstance(b, _Empty):
+                return _EMPTY
+            return _arith(op, a, b, type_of(expr, fields) == "int")
+        case Neg(operand=o):
+            a = _bounds(o, fields)
+            if a is None or isinstance(a, _Empty):
+                return a
+            return -a[1], -a[0]
+        case Func(name="ABS", args=(arg,)):
+            a = _bounds(arg, fields)
+            if a is None or isinstance(a, _Empty):
+                return a
+            lo, hi = a
+            if lo >= 0:
+                return lo, hi
+            if hi <= 0:
+                return -hi, -lo
+            return Fraction(0), max(-lo, hi)
+        case Func(name="LEAST" | "GREATEST" as name, args=args):
+            parts = [_bounds(x, fields) for x in args]
+            if any(p is None for p in parts):
+                return None
+            real = [p for p in parts if isinstance(p, tuple)]
+            if not real:
+                return _EMPTY
+            pick = min if name == "LEAST" else max
+            return pick(p[0] for p in real), pick(p[1] for p in real)
+        case Func(name="FLOOR" | "CEIL" | "ROUND", args=args):
+            a = _bounds(args[0], fields)
+            if a is None or isinstance(a, _Empty):
+                return a
+            return Fraction(math.floor(a[0])), Fraction(math.ceil(a[1]))
+        case Func(name="COALESCE", args=args):
+            return _union([_bounds(x, fields) for x in args])
+        case Case(whens=whens, default=default):
+            parts = [_bounds(v, fields) for _, v in whens]
+            parts.append(_bounds(default, fields) if default is not None else _EMPTY)
+            return _union(parts)
+    return None
+
+
+def _union(parts: list[Bounds | _Empty | None]) -> Bounds | _Empty | None:
+    if any(p is None for p in parts):
+        return None
+    real = [p for p in parts if isinstance(p, tuple)]
+    if not real:
+        return _EMPTY
+    return min(p[0] for p in real), max(p[1] for p in real)
+
+
+def _arith(op: str, a: Bounds, b: Bounds, integer: bool) -> Bounds | None:
+    if op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if op == "*":
+        products = [x * y for x in a for y in b]
+        return min(products), max(products)
+    # Division: only by a divisor bounded away from zero (else the quotient is unbounded).
+    if b[0] <= 0 <= b[1]:
+        return None
+    quotients = [x / y for x in a for y in b]
+    lo, hi = min(quotients), max(quotients)
+    if integer:
+        return Fraction(math.trunc(lo)), Fraction(math.trunc(hi))
+    return lo, hi
+
+
+def keys_of(
+    expr: Expr, fields: Mapping[str, FieldInfo], limit: int = MAX_DOMAIN
+) -> tuple[Key, ...] | None:
+    """The public keys of a GROUP BY expression, or ``None`` if its domain is not public."""
+    if isinstance(expr, Col) and fields[expr.name].keys is not None:
+        return fields[expr.name].keys
+    literal = _literal_results(expr)
+    if literal is not None:
+        return literal
+    names = sorted(columns(expr))
+    domains = []
+    size = 1
+    for name in names:
+        domain = _domain(fields[name], limit)
+        if domain is None:
+            return None
+        size *= len(domain)
+        if size > limit:
+            return None
+        domains.append(domain)
+    seen: dict[Key, None] = {}
+    for values in itertools.product(*domains):
+        try:
+            key = evaluate(expr, dict(zip(names, values, strict=True)))
+        except (EvaluationError, TypeError, ArithmeticError):
+            return None
+        if key is None:
+            continue
+        if isinstance(key, float) and key.is_integer() and type_of(expr, fields) == "int":
+            key = int(key)
+        if not isinstance(key, str | int | bool):
+            return None  # float keys are left to private selection: equality on floats is brittle
+        seen.setdefault(key, None)
+    return tuple(seen) if seen else None
+
+
+def _literal_results(expr: Expr) -> tuple[Key, ...] | None:
+    """The results of a CASE whose every branch is a literal: public, whatever the input."""
+    if not isinstance(expr, Case):
+        return None
+    branches = [v for _, v in expr.whens] + ([expr.default] if expr.default is not None else [])
+    if not all(isinstance(v, Lit) for v in branches):
+        return None
+    seen: dict[Key, None] = {}
+    for v in branches:
+        assert isinstance(v, Lit)
+        if isinstance(v.value, str | int | bool):
+            seen.setdefault(v.value, None)
+        elif v.value is not None:
+            return None
+    return tuple(seen) or None
+
+
+def _domain(info: FieldInfo, limit: int) -> tuple[Key, ...] | None:
+    if info.keys is not None:
+        return info.keys
+    if info.type == "bool":
+        return (False, True)
+    if info.type == "int" and info.bounds is not None:
+        lo, hi = math.ceil(info.bounds[0]), math.floor(info.bounds[1])
+        if hi - lo + 1 > limit:
+            return None
+        return tuple(range(lo, hi + 1))
+    return None

@@ -1,0 +1,208 @@
+"""Evaluate a plan expression in Python with SQL semantics (NULL propagates, division is total).
+
+Used where an expression must be computed on *public* values, never on data: to enumerate the
+keys of a GROUP BY expression over a column whose domain is public (``LEAST((age / 10) * 10, 60)``
+over the integer bounds of ``age``, ``CASE`` bins, ``LOWER(education)`` over its key list), and to
+post-process released aggregates (``ROUND(AVG(x), 1)``, ``HAVING COUNT(*) > 100``).
+
+Semantics match the SQL Dalenius generates (:mod:`dalenius.sql.to_sql`): integer ``/`` truncates
+toward zero, ``%`` takes the sign of the dividend, division by zero is NULL, comparisons with
+NULL are NULL, ``AND``/``OR`` use three-valued logic.
+
+Example:
+    >>> from dalenius.plan.expr import BinOp, Col, Func, Lit
+    >>> bins = Func("LEAST", (BinOp("*", BinOp("/", Col("age"), Lit(10)), Lit(10)), Lit(60)))
+    >>> [evaluate(bins, {"age": a}) for a in (17, 45, 99)]
+    [10, 40, 60]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from dalenius.plan.expr import (
+    Between,
+    BinOp,
+    Case,
+    Col,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    Not,
+)
+
+Value = Any
+
+
+class EvaluationError(ValueError):
+    """An expression that cannot be evaluated on public values (for example a date function)."""
+
+
+def evaluate(expr: Expr, env: Mapping[str, Value]) -> Value:
+    """The value of ``expr`` when each column ``name`` holds ``env[name]``."""
+    match expr:
+        case Col(name=name):
+            if name not in env:
+                raise EvaluationError(f"no value for column {name!r}")
+            return env[name]
+        case Lit(value=v):
+            return v
+        case BinOp(op="AND", left=left, right=right):
+            return _and(evaluate(left, env), evaluate(right, env))
+        case BinOp(op="OR", left=left, right=right):
+            return _or(evaluate(left, env), evaluate(right, env))
+        case BinOp(op=op, left=left, right=right):
+            return _binary(op, evaluate(left, env), evaluate(right, env))
+        case Not(operand=o):
+            v = evaluate(o, env)
+            return None if v is None else not v
+        case Neg(operand=o):
+            v = evaluate(o, env)
+            return None if v is None else -v
+        case IsNull(operand=o, negated=neg):
+            return (evaluate(o, env) is None) != neg
+        case InList(operand=o, items=items, negated=neg):
+            v = evaluate(o, env)
+            values = [evaluate(i, env) for i in items]
+            if v is None:
+                return None
+            if any(_equal(v, x) for x in values if x is not None):
+                return not neg
+            if any(x is None for x in values):
+                return None
+            return neg
+        case Between(operand=o, low=lo, high=hi, negated=neg):
+            v, a, b = evaluate(o, env), evaluate(lo, env), evaluate(hi, env)
+            inside = _and(_binary(">=", v, a), _binary("<=", v, b))
+            return None if inside is None else inside != neg
+        case Like(operand=o, pattern=p, negated=neg, case_insensitive=ci):
+            v, pat = evaluate(o, env), evaluate(p, env)
+            if v is None or pat is None:
+                return None
+            return _like(str(v), str(pat), ci) != neg
+        case Func(name=name, args=args):
+            return _function(name, [evaluate(a, env) for a in args])
+        case Case(whens=whens, default=default):
+            for cond, value in whens:
+                if evaluate(cond, env) is True:
+                    return evaluate(value, env)
+            return evaluate(default, env) if default is not None else None
+    raise EvaluationError(f"cannot evaluate {expr!r}")
+
+
+def _and(a: Value, b: Value) -> Value:
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def _or(a: Value, b: Value) -> Value:
+    if a is True or b is True:
+        return True
+    if a is None or b is None:
+        return None
+    return False
+
+
+def _equal(a: Value, b: Value) -> bool:
+    return bool(a == b)
+
+
+def _binary(op: str, a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if op == "=":
+        return a == b
+    if op == "<>":
+        return a != b
+    if op == "<":
+        return a < b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    if op == ">=":
+        return a >= b
+    if op == "||":
+        return f"{a}{b}"
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        if b == 0:
+            return None
+        if _is_int(a) and _is_int(b):
+            quotient = abs(a) // abs(b)
+            return quotient if (a >= 0) == (b >= 0) else -quotient
+        return a / b
+    if op == "%":
+        if b == 0:
+            return None
+        if _is_int(a) and _is_int(b):
+            rest = abs(a) % abs(b)
+            return rest if a >= 0 else -rest
+        return math.fmod(a, b)
+    raise EvaluationError(f"unknown operator {op}")
+
+
+def _is_int(v: Value) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _function(name: str, args: list[Value]) -> Value:
+    if name == "COALESCE":
+        return next((a for a in args if a is not None), None)
+    if any(a is None for a in args):
+        return None
+    if name == "LEAST":
+        return min(args)
+    if name == "GREATEST":
+        return max(args)
+    if name == "ABS":
+        return abs(args[0])
+    if name == "LOWER":
+        return str(args[0]).lower()
+    if name == "UPPER":
+        return str(args[0]).upper()
+    if name == "TRIM":
+        return str(args[0]).strip(" ")
+    if name == "LENGTH":
+        return len(str(args[0]))
+    if name == "FLOOR":
+        return math.floor(args[0]) if not _is_int(args[0]) else args[0]
+    if name == "CEIL":
+        return math.ceil(args[0]) if not _is_int(args[0]) else args[0]
+    if name == "ROUND":
+        digits = int(args[1]) if len(args) > 1 else 0
+        return _round_half_away(args[0], digits)
+    raise EvaluationError(f"{name} cannot be evaluated on public values")
+
+
+def _round_half_away(x: Value, digits: int) -> Value:
+    if _is_int(x) and digits >= 0:
+        return x
+    scale = 10.0**digits
+    scaled = abs(float(x)) * scale
+    rounded = math.floor(scaled + 0.5) / scale
+    return (
+        math.copysign(rounded, float(x)) if digits > 0 else float(math.copysign(rounded, float(x)))
+    )
+
+
+def _like(value: str, pattern: str, case_insensitive: bool) -> bool:
+    import re
+
+    regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
+    flags = re.IGNORECASE | re.DOTALL if case_insensitive else re.DOTALL
+    return re.fullmatch(regex, value, flags) is not None

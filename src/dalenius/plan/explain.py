@@ -1,0 +1,281 @@
+"""Explain a DP plan before it runs: what is measured, with which sensitivity, noise and ε.
+
+Explain reads no data and spends nothing; ``query`` later charges exactly the total shown here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.plan.expr import Col, Expr, render
+from dalenius.plan.nodes import (
+    DPQuery,
+    Filter,
+    Join,
+    Measurement,
+    Project,
+    Relation,
+    Statistic,
+    UnitAggregate,
+    agg_ref,
+    display_names,
+    key_ref,
+    scans,
+)
+from dalenius.plan.noise import error_units, mechanism_for
+
+
+@dataclass(frozen=True)
+class MeasurementCost:
+    """One noisy measurement as explain shows it."""
+
+    name: str
+    label: str
+    sensitivity: Fraction
+    epsilon: Fraction
+    scale: Fraction
+    error: float
+    mechanism: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "name": self.name,
+            "aggregate": self.label,
+            "sensitivity": float(self.sensitivity),
+            "epsilon": float(self.epsilon),
+            "epsilon_exact": f"{self.epsilon.numerator}/{self.epsilon.denominator}",
+            "noise_scale": float(self.scale),
+            "error": self.error,
+            "mechanism": self.mechanism,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything an analyst should know before spending budget on a query."""
+
+    table: str
+    unit: str
+    filters: tuple[str, ...]
+    groups: tuple[tuple[str, int | None], ...]
+    measurements: tuple[MeasurementCost, ...]
+    outputs: tuple[tuple[str, str], ...]
+    loss: PureDP | ApproxDP
+    confidence: float
+    exact_sql: str
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "table": self.table,
+            "privacy_unit": self.unit,
+            "filters": list(self.filters),
+            "groups": [{"column": c, "keys": n, "public": n is not None} for c, n in self.groups],
+            "measurements": [m.to_dict() for m in self.measurements],
+            "outputs": [{"name": n, "computed_as": f} for n, f in self.outputs],
+            "loss": loss_json(self.loss),
+            "notes": list(self.notes),
+            "confidence": self.confidence,
+            "exact_sql": self.exact_sql,
+        }
+
+    def __str__(self) -> str:
+        pct = f"{self.confidence:.0%}"
+        lines = [f"Query on {self.table} — privacy unit: {self.unit}"]
+        for f in self.filters:
+            lines.append(f"  filter:   {f}")
+        for column, n in self.groups:
+            if n is None:
+                lines.append(
+                    f"  group by: {column} (no public keys: groups are selected privately)"
+                )
+            else:
+                lines.append(
+                    f"  group by: {column} ({n} public keys; every key is answered, empty ones too; "
+                    "groups are disjoint, so each measurement's ε covers all of them)"
+                )
+        lines.append("")
+        lines.append(
+            "Noisy measurements and selections (ε split equally; counts and sums get exact discrete Laplace noise):"
+        )
+        header = f"  {'':4}{'aggregate':<28}{'sensitivity':>12}{'ε':>10}{'scale':>12}{pct + ' error':>14}"
+        lines.append(header)
+        for m in self.measurements:
+            lines.append(
+                f"  {m.name:<4}{m.label:<28}{_g(m.sensitivity):>12}{_g(m.epsilon):>10}"
+                f"{_g(m.scale):>12}{'±' + _g(m.error):>14}"
+            )
+        lines.append("")
+        lines.append("Outputs (post-processing, free):")
+        for name, formula in self.outputs:
+            lines.append(f"  {name:<28} = {formula}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        lines.append("")
+        lines.append(f"Total cost: {self.loss} (sequential composition of the measurements).")
+        lines.append(
+            "Errors cover the noise only, not bias from clipping values to the public bounds."
+        )
+        return "\n".join(lines)
+
+
+def loss_json(loss: PureDP | ApproxDP) -> dict[str, Any]:
+    """A loss as JSON: floats for people, exact fractions for machines."""
+    out: dict[str, Any] = {}
+    for name in ("epsilon", "delta"):
+        value = getattr(loss, name, None)
+        if value is not None:
+            out[name] = float(value)
+            out[f"{name}_exact"] = f"{value.numerator}/{value.denominator}"
+    return out
+
+
+def explain(plan: DPQuery, confidence: float, exact_sql: str = "") -> Explanation:
+    """Describe ``plan``: measurements and selections with sensitivity, ε, noise and error."""
+    query = plan.query
+    names = display_names(query.relation)
+    costs = []
+    for m in plan.measurements:
+        if m.kind == "histogram":
+            continue
+        mech = mechanism_for(m)
+        scale = mech.scale * m.granularity if mech is not None else Fraction(0)
+        error = error_units(m, confidence) * m.granularity
+        label = m.describe(names)
+        if (
+            plan.selection is not None
+            and m.name == plan.selection.measurement
+            and not plan.selection.shared
+        ):
+            label += " [selection]"
+        costs.append(
+            MeasurementCost(
+                name=m.name,
+                label=label,
+                sensitivity=m.sensitivity,
+                epsilon=m.epsilon,
+                scale=scale,
+                error=float(error),
+                mechanism="discrete Laplace" if mech is not None else "none (sensitivity 0)",
+            )
+        )
+    for i, stat in enumerate(plan.statistics):
+        if stat.kind != "quantile":
+            continue
+        m = plan.measurement(stat.inputs[0])
+        from_release = _rank_error(stat, m, confidence)
+        target = (
+            f"q={_g(stat.q)}"
+            if stat.q is not None
+            else ("near MIN" if stat.rank == "low" else "near MAX")
+        )
+        costs.append(
+            MeasurementCost(
+                name=f"s{i}",
+                label=f"select a bin of {m.describe(names)}, {target}",
+                sensitivity=m.sensitivity,
+                epsilon=stat.epsilon,
+                scale=Fraction(0),
+                error=float(from_release),
+                mechanism="permute-and-flip (rank error)",
+            )
+        )
+    outputs = []
+    labels = {agg_ref(i): a.label for i, a in enumerate(query.aggregates)}
+    labels.update({key_ref(i): k.name for i, k in enumerate(query.group_by)})
+    for out in query.outputs:
+        outputs.append((out.name, _describe_output(out.expr, plan, labels)))
+    for i, agg in enumerate(query.aggregates):
+        if agg.hidden:
+            outputs.append((f"(hidden) {agg.label}", _describe_stat(plan, i)))
+    notes = []
+    if plan.selection is not None:
+        sel = plan.selection
+        notes.append(
+            f"groups are selected privately: released when noisy {sel.measurement} >= {sel.threshold} "
+            f"(a group held by one privacy unit appears with probability <= {float(sel.delta):g})"
+        )
+    if query.having is not None:
+        notes.append(f"HAVING {_describe_refs(query.having, labels)} on the noisy answers (free)")
+    if query.order_by:
+        notes.append(
+            "ORDER BY "
+            + ", ".join(
+                _describe_refs(o.expr, labels) + (" DESC" if o.descending else "")
+                for o in query.order_by
+            )
+            + " (free)"
+        )
+    if query.limit is not None or query.offset:
+        notes.append(f"LIMIT {query.limit} OFFSET {query.offset} (free)")
+    return Explanation(
+        table=", ".join(dict.fromkeys(s.table for s in scans(query.relation))),
+        unit=query.unit.description,
+        filters=tuple(_filters(query.relation, names)),
+        groups=tuple((k.name, len(k.keys) if k.keys is not None else None) for k in query.group_by),
+        measurements=tuple(costs),
+        outputs=tuple(outputs),
+        loss=plan.loss,
+        confidence=confidence,
+        exact_sql=exact_sql,
+        notes=tuple(notes),
+    )
+
+
+def _rank_error(stat: Statistic, m: Measurement, confidence: float) -> int:
+    mechanism = PermuteAndFlip(m.sensitivity_units, stat.epsilon)
+    bar: Fraction = mechanism.utility_error_bar(len(m.edges) - 1, Fraction(repr(confidence)))
+    return math.ceil(bar)
+
+
+def _describe_stat(plan: DPQuery, i: int) -> str:
+    stat = plan.statistics[i]
+    names = ", ".join(stat.inputs)
+    if stat.kind in ("count", "sum"):
+        return names
+    if stat.kind == "avg":
+        s = plan.measurement(stat.inputs[0])
+        prefix = f"{_g(s.center)} + " if s.center else ""
+        assert stat.bounds is not None
+        return f"{prefix}{stat.inputs[0]} / {stat.inputs[1]}, clamped to [{_g(stat.bounds[0])}, {_g(stat.bounds[1])}]"
+    if stat.kind == "var":
+        what = "standard deviation" if stat.sqrt else "variance"
+        return f"{what} from {names}" + (" (n - 1)" if stat.sample else "")
+    return f"bin chosen by s{i}"
+
+
+def _describe_output(expr: Expr, plan: DPQuery, labels: dict[str, str]) -> str:
+    if isinstance(expr, Col) and expr.name.startswith("@k"):
+        return "group key"
+    if isinstance(expr, Col) and expr.name.startswith("@a"):
+        return _describe_stat(plan, int(expr.name[2:]))
+    return f"{_describe_refs(expr, labels)} (post-processing)"
+
+
+def _describe_refs(expr: Expr, labels: dict[str, str]) -> str:
+    return render(expr, labels)
+
+
+def _filters(relation: Relation, names: dict[str, str]) -> list[str]:
+    match relation:
+        case Filter(child=c, predicate=p):
+            return [*_filters(c, names), render(p, names)]
+        case Project(child=c) | UnitAggregate(child=c):
+            return _filters(c, names)
+        case Join(left=left, right=right):
+            return _filters(left, names) + _filters(right, names)
+    return []
+
+
+def _g(x: Fraction | float | None) -> str:
+    if x is None:
+        return "?"
+    value = float(x)
+    return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"

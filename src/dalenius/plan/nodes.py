@@ -1,0 +1,451 @@
+"""Plan nodes: the logical query an analyst asked, and the DP plan that answers it.
+
+Both are trees of frozen dataclasses, so a plan can be hashed (a ledger entry names exactly what
+spent the budget) and rewritten by returning new trees.
+
+* A **relation** is a table read (:class:`Scan`), possibly filtered, projected to derived columns,
+  joined, or aggregated per privacy unit. Every relation exposes :class:`Field` s with unique ids
+  (the names used in generated SQL) and the public metadata of each column.
+* :class:`Query` is what the SQL says, resolved against the catalog: a relation, its privacy unit
+  (:class:`UnitSpec`), group keys, aggregate calls, and output columns computed from them, plus
+  HAVING, ORDER BY and LIMIT (all post-processing).
+* :class:`DPQuery` is what will run: :class:`Measurement` s (noisy counts, clipped fixed-point sums,
+  exact per-bin counts feeding a private selection), each with its sensitivity and share of ε,
+  one :class:`Statistic` per aggregate saying how it is computed from the measurements, and, for
+  groups without public keys, the :class:`Selection` that decides which groups are released.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+from dalenius.core.catalog import Key
+from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.plan.derive import Bounds
+from dalenius.plan.expr import Expr, render
+
+# -- relations ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Field:
+    """A column a relation exposes.
+
+    Attributes:
+        id: unique name inside the compiled SQL (``alias__column``).
+        name: the name analysts use.
+        qualifier: the table alias that qualifies it (``a`` in ``a.age``), if any.
+        type: ``int``, ``float``, ``str``, ``bool`` or ``date``.
+        bounds: public bounds of a numeric column.
+        keys: public key list of a categorical column.
+        nullable: whether it may hold NULL.
+        unit: whether it is the privacy unit's id.
+    """
+
+    id: str
+    name: str
+    qualifier: str | None
+    type: str
+    bounds: Bounds | None = None
+    keys: tuple[Key, ...] | None = None
+    nullable: bool = True
+    unit: bool = False
+
+
+@dataclass(frozen=True)
+class Scan:
+    """Every row of a catalog table, its declared columns renamed to field ids."""
+
+    table: str
+    alias: str
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """The rows of ``child`` for which ``predicate`` is true (NULL counts as false)."""
+
+    child: Relation
+    predicate: Expr
+
+
+@dataclass(frozen=True)
+class Project:
+    """Derived columns computed row by row (a subquery's or CTE's SELECT list).
+
+    The privacy unit's id is always carried along, even when the SELECT list drops it, so each
+    row keeps its link to its unit.
+    """
+
+    child: Relation
+    fields: tuple[Field, ...]
+    exprs: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Join:
+    """An inner or left join on one equality ``left_key = right_key``.
+
+    ``multiplicity`` is the most rows of ``right`` one row of ``left`` can match (known for a
+    public right side; the engine measures it on the public table before planning).
+    """
+
+    left: Relation
+    right: Relation
+    left_key: str
+    right_key: str
+    kind: Literal["inner", "left"]
+    multiplicity: int = 1
+
+
+@dataclass(frozen=True)
+class UnitAggregate:
+    """Per-unit aggregation: ``SELECT unit, keys..., agg(...) ... GROUP BY unit, keys...``.
+
+    Its output has one row per privacy unit (and per group, with ``keys``); each aggregate is
+    clamped to its ``bounds``, so the outer query sees bounded per-unit values. ``fields`` lists
+    the unit, then one field per key, then one per aggregate.
+    """
+
+    child: Relation
+    unit_field: str
+    fields: tuple[Field, ...]
+    aggregates: tuple[AggCall, ...]
+    keys: tuple[Expr, ...] = ()
+
+
+Relation = Scan | Filter | Project | Join | UnitAggregate
+
+
+def output_fields(relation: Relation) -> tuple[Field, ...]:
+    """The fields a relation exposes."""
+    match relation:
+        case Scan(fields=fs) | Project(fields=fs) | UnitAggregate(fields=fs):
+            return fs
+        case Filter(child=child):
+            return output_fields(child)
+        case Join(left=left, right=right):
+            return output_fields(left) + output_fields(right)
+    raise AssertionError(f"unknown relation {relation!r}")
+
+
+def display_names(relation: Relation) -> dict[str, str]:
+    """Field id → the name analysts use, qualified where two tables share a column name."""
+    all_fields = [f for scan in _all_relations(relation) for f in output_fields(scan)]
+    counts: dict[str, int] = {}
+    for f in {f.id: f for f in all_fields}.values():
+        counts[f.name.lower()] = counts.get(f.name.lower(), 0) + 1
+    out = {}
+    for f in all_fields:
+        qualified = counts[f.name.lower()] > 1 and f.qualifier
+        out[f.id] = f"{f.qualifier}.{f.name}" if qualified else f.name
+    return out
+
+
+def _all_relations(relation: Relation) -> list[Relation]:
+    match relation:
+        case Scan():
+            return [relation]
+        case Filter(child=c):
+            return _all_relations(c)
+        case Project(child=c) | UnitAggregate(child=c):
+            return [*_all_relations(c), relation]
+        case Join(left=left, right=right):
+            return _all_relations(left) + _all_relations(right)
+    raise AssertionError(f"unknown relation {relation!r}")
+
+
+def scans(relation: Relation) -> tuple[Scan, ...]:
+    """Every table a relation reads."""
+    match relation:
+        case Scan():
+            return (relation,)
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+            return scans(c)
+        case Join(left=left, right=right):
+            return scans(left) + scans(right)
+    raise AssertionError(f"unknown relation {relation!r}")
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """The privacy unit as the aggregate sees it, and the caps that bound its contribution.
+
+    Attributes:
+        kind: ``row`` (each row of the private table is a unit; no bounding needed unless a join
+            multiplies rows), ``id`` (rows sharing ``field`` are one unit: the engine keeps at most
+            ``max_rows`` rows in at most ``max_groups`` groups per unit before aggregating), or
+            ``aggregated`` (a per-unit subquery already produced one row per unit).
+        field: the id of the unit column (``id`` and ``aggregated`` kinds).
+        max_rows: the most rows one unit contributes to the aggregate.
+        max_groups: the most groups one unit contributes to.
+        description: one line for explain output.
+    """
+
+    kind: Literal["row", "id", "aggregated"]
+    field: str | None
+    max_rows: int
+    max_groups: int
+    description: str
+
+
+# -- the logical query --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """A GROUP BY expression; ``keys`` is its public key list, or ``None`` if it has none."""
+
+    name: str
+    expr: Expr
+    type: str
+    keys: tuple[Key, ...] | None
+
+
+AggFunc = Literal[
+    "count",
+    "count_distinct",
+    "sum",
+    "avg",
+    "var_pop",
+    "var_samp",
+    "stddev_pop",
+    "stddev_samp",
+    "quantile",
+    "min",
+    "max",
+]
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """An aggregate of the query.
+
+    Attributes:
+        func: which aggregate.
+        arg: its argument (``None`` for ``COUNT(*)``), over the relation's field ids.
+        arg_type: ``int`` or ``float`` for numeric aggregates.
+        bounds: public clipping bounds of ``arg`` (numeric aggregates).
+        q: the quantile for ``quantile`` (MEDIAN is 0.5).
+        label: how explain and default column names show it (``AVG(age)``).
+        hidden: computed for HAVING or ORDER BY only, not output (it still costs budget).
+        distinct_unit: ``COUNT(DISTINCT unit)``.
+    """
+
+    func: AggFunc
+    arg: Expr | None
+    arg_type: str
+    bounds: Bounds | None
+    q: Fraction | None
+    label: str
+    hidden: bool = False
+    distinct_unit: bool = False
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """An output column: an expression over ``@k<i>`` (group keys) and ``@a<i>`` (aggregates)."""
+
+    name: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class OrderItem:
+    """One ORDER BY term, over the same ``@k``/``@a`` references as outputs."""
+
+    expr: Expr
+    descending: bool
+
+
+@dataclass(frozen=True)
+class Query:
+    """The logical query: what the analyst asked for, before any privacy decision."""
+
+    relation: Relation
+    unit: UnitSpec
+    group_by: tuple[GroupKey, ...]
+    aggregates: tuple[AggCall, ...]
+    outputs: tuple[OutputColumn, ...]
+    having: Expr | None = None
+    order_by: tuple[OrderItem, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+
+def key_ref(i: int) -> str:
+    """The column name by which output expressions refer to group key ``i``."""
+    return f"@k{i}"
+
+
+def agg_ref(i: int) -> str:
+    """The column name by which output expressions refer to aggregate ``i``."""
+    return f"@a{i}"
+
+
+# -- the DP plan --------------------------------------------------------------------------------
+
+MeasurementKind = Literal["count", "count_distinct", "sum", "sum_sq", "histogram"]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One exact per-group quantity the engine computes, released with noise or by selection.
+
+    Integer valued: counts, or ``Σ round((clip(x) − center) / granularity)`` (``sum``), or
+    ``Σ round((clip(x) − center)² / granularity)`` (``sum_sq``), or per-bin counts (``histogram``,
+    never released itself: a private selection picks a bin).
+
+    Attributes:
+        name: short identifier (``m0``, ``m1``, …), the SQL alias of the exact aggregate.
+        kind: see above.
+        arg: what is counted or summed (``None`` for ``COUNT(*)``).
+        arg_type: ``int`` or ``float``.
+        bounds: public clipping bounds of ``arg``.
+        center: subtracted from each clipped value before summing.
+        granularity: the fixed-point grid of the per-row value (a power of two, or 1).
+        row_units: the most one row contributes, in grid units.
+        sensitivity_units: the most one privacy unit changes the L1 norm over all groups, in grid
+            units (``row_units`` times the unit's row cap).
+        epsilon: this measurement's share of ε (for a histogram: of each selection made from it).
+        edges: bin edges of a histogram.
+        distinct_unit: counts distinct privacy units (``COUNT(DISTINCT unit)``, and selection).
+    """
+
+    name: str
+    kind: MeasurementKind
+    arg: Expr | None
+    arg_type: str
+    bounds: Bounds | None
+    center: Fraction
+    granularity: Fraction
+    row_units: int
+    sensitivity_units: int
+    epsilon: Fraction
+    edges: tuple[Fraction, ...] = ()
+    distinct_unit: bool = False
+
+    @property
+    def sensitivity(self) -> Fraction:
+        """L1 sensitivity in the value's own units."""
+        return self.sensitivity_units * self.granularity
+
+    def describe(self, names: Mapping[str, str] | None = None) -> str:
+        """A short label for explain output; ``names`` maps field ids to analysts' names."""
+        arg = render(self.arg, names) if self.arg is not None else "*"
+        if self.kind == "count":
+            return f"COUNT({arg})"
+        if self.kind == "count_distinct":
+            return f"COUNT(DISTINCT {arg})"
+        if self.kind == "histogram":
+            return f"bins of {arg} ({len(self.edges) - 1})"
+        shifted = f"{arg} - {_num(self.center)}" if self.center else arg
+        if self.kind == "sum_sq":
+            return f"SUM(({shifted})^2)"
+        return f"SUM({shifted})"
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """How one aggregate is computed from measurements (post-processing, except selections).
+
+    Attributes:
+        kind: ``count``, ``sum``, ``avg``, ``var``, ``quantile``.
+        inputs: measurement names: count → (count,); sum → (sum,); avg → (sum, count);
+            var → (sum, sum_sq, count); quantile → (histogram,).
+        bounds: the argument's bounds (avg, var, quantile clamp their answers to them).
+        sample: variance with the n − 1 denominator.
+        sqrt: standard deviation rather than variance.
+        q: target quantile; for MIN/MAX a target rank is used instead (see ``rank``).
+        rank: ``low``/``high`` for MIN/MAX: the selection aims at a small public rank from the
+            bottom or top rather than at the extreme itself.
+        epsilon: the selection's share of ε (quantiles only).
+    """
+
+    kind: Literal["count", "sum", "avg", "var", "quantile"]
+    inputs: tuple[str, ...]
+    bounds: Bounds | None = None
+    sample: bool = False
+    sqrt: bool = False
+    q: Fraction | None = None
+    rank: Literal["low", "high"] | None = None
+    epsilon: Fraction = Fraction(0)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Private partition selection: release a group only if its noisy count reaches a threshold.
+
+    Attributes:
+        measurement: the noisy count used (of distinct units, or of rows for a row unit).
+        threshold: the smallest noisy count released, calibrated so that a group held by a
+            single unit appears with probability at most δ.
+        delta: the δ the threshold is calibrated to.
+        shared: whether the measurement is also an output (``COUNT(*)`` reused, at no extra cost).
+    """
+
+    measurement: str
+    threshold: int
+    delta: Fraction
+    shared: bool
+
+
+@dataclass(frozen=True)
+class DPQuery:
+    """A query ready to run privately: measurements, statistics, selection, and the total loss."""
+
+    query: Query
+    measurements: tuple[Measurement, ...]
+    statistics: tuple[Statistic, ...]
+    selection: Selection | None
+    loss: PureDP | ApproxDP
+
+    @property
+    def group_by(self) -> tuple[GroupKey, ...]:
+        """The group keys."""
+        return self.query.group_by
+
+    @property
+    def public_groups(self) -> bool:
+        """Whether every group key has a public key list (every group is answered)."""
+        return all(k.keys is not None for k in self.query.group_by)
+
+    def measurement(self, name: str) -> Measurement:
+        """The measurement called ``name``."""
+        for m in self.measurements:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def fingerprint(self) -> str:
+        """A stable hash of the whole plan (names what spent the budget in the ledger)."""
+        payload = json.dumps(_jsonable(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    """Serialise a plan tree with each node's class name, so distinct trees never collide."""
+    if is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+        out["@"] = type(value).__name__
+        return out
+    if isinstance(value, bool | None):
+        return value
+    if isinstance(value, int | float):
+        return [type(value).__name__, repr(value)]
+    if isinstance(value, Fraction):
+        return f"{value.numerator}/{value.denominator}"
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _num(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"

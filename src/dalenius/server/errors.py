@@ -1,0 +1,159 @@
+"""One JSON error shape for every answer that is not a success, and the HTTP status of each error.
+
+Every error body is ``{"error": {...}}`` where the inner object is
+:meth:`dalenius.core.errors.UserError.to_dict` — ``code``, ``message``, ``why``, ``fix``, and for SQL
+errors ``clause``, ``line``, ``column``, ``span`` — plus the ``request_id`` that names the request
+in the gateway's log. The status says who must act:
+
+====== ======================================================================================
+status  meaning (``code``)
+====== ======================================================================================
+400     bad input: SQL refused, parameter out of range, malformed body (``query_error``,
+        ``privacy_refusal``, ``invalid_loss``, ``configuration_error``, ``catalog_error``,
+        ``invalid_request``)
+401     no token, or not a valid one (``unauthenticated``)
+403     a valid token whose role may not do this (``forbidden``)
+404     no such thing, or a dataset the caller was not granted (``not_found``)
+405     the path exists but not with this method (``method_not_allowed``)
+409     the request contradicts the record: the budget would be exceeded (``budget_exceeded``),
+        a retry of a request still running (``request_in_progress``), a name taken (``conflict``)
+413     the body is larger than ``max_request_bytes`` (``request_too_large``)
+429     too many requests for this token (``rate_limited``; ``Retry-After`` says when to retry)
+500     a bug in Dalenius (``internal_error``); never a stack trace — the log has it
+503     the database engine failed before any noise was drawn; nothing was spent (``execution_error``)
+====== ======================================================================================
+
+A budget refusal is 409, not 403: the caller is allowed to ask, but the request conflicts with
+what the ledger has recorded; a smaller ε may succeed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dalenius.core.errors import (
+    BudgetExceededError,
+    ExecutionError,
+    UserError,
+)
+from dalenius.ledger import RequestInProgressError
+from dalenius.server.store import ConflictError, NotFoundError
+
+
+class AuthenticationError(UserError):
+    """The request carries no token, or one that is unknown, malformed or revoked."""
+
+    code = "unauthenticated"
+
+
+class ForbiddenError(UserError):
+    """The caller's role may not use this endpoint."""
+
+    code = "forbidden"
+
+
+class RateLimitedError(UserError):
+    """The caller sent requests faster than the configured rate.
+
+    Args:
+        retry_after: seconds until the next request will be accepted.
+    """
+
+    code = "rate_limited"
+
+    def __init__(self, retry_after: float, rate_per_minute: float) -> None:
+        self.retry_after = retry_after
+        super().__init__(
+            f"Too many requests: this client may make {rate_per_minute:g} requests a minute.",
+            why="a per-client limit keeps one client from starving the others.",
+            fix=f"wait {retry_after:.1f} s before the next request.",
+        )
+
+
+class RequestTooLargeError(UserError):
+    """The request body is larger than the gateway accepts."""
+
+    code = "request_too_large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The request body is larger than {limit} bytes.",
+            fix="send a shorter query; the limit is max_request_bytes in the gateway's configuration.",
+        )
+
+
+class InvalidRequestError(UserError):
+    """The request's JSON body, query string or path does not have the documented shape."""
+
+    code = "invalid_request"
+
+    def __init__(self, what: str, details: list[dict[str, Any]] | None = None) -> None:
+        self.details = details or []
+        super().__init__(what, fix="see the OpenAPI document at /v1/openapi.json for the shape.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as a JSON-ready object, with each field's problem under ``details``."""
+        out = super().to_dict()
+        out["details"] = self.details
+        return out
+
+
+def status_for(error: BaseException) -> int:
+    """The HTTP status for an exception (see the module's table).
+
+    Example:
+        >>> status_for(AuthenticationError("no token")), status_for(ValueError())
+        (401, 500)
+    """
+    table: tuple[tuple[type[BaseException], int], ...] = (
+        (AuthenticationError, 401),
+        (ForbiddenError, 403),
+        (NotFoundError, 404),
+        (BudgetExceededError, 409),
+        (RequestInProgressError, 409),
+        (ConflictError, 409),
+        (RequestTooLargeError, 413),
+        (RateLimitedError, 429),
+        (UserError, 400),
+        (ExecutionError, 503),
+    )
+    for kind, status in table:
+        if isinstance(error, kind):
+            return status
+    return 500
+
+
+def error_body(error: BaseException, request_id: str) -> dict[str, Any]:
+    """The JSON body for an exception; internal errors say only that they happened."""
+    if isinstance(error, UserError):
+        detail = error.to_dict()
+    elif isinstance(error, ExecutionError):
+        detail = {
+            "code": ExecutionError.code,
+            "message": "The database engine failed while computing the exact aggregate; "
+            "nothing was released and nothing was spent.",
+            "why": None,
+            "fix": "try again; if it persists, tell the curator the request id.",
+        }
+    else:
+        detail = {
+            "code": "internal_error",
+            "message": "The gateway failed to answer because of a bug; nothing was released.",
+            "why": None,
+            "fix": "tell the curator the request id; the gateway's log has the details.",
+        }
+    detail["request_id"] = request_id
+    return {"error": detail}
+
+
+def plain_error(code: str, message: str, request_id: str, fix: str | None = None) -> dict[str, Any]:
+    """An error body for conditions met outside the library (unknown route, wrong method)."""
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "why": None,
+            "fix": fix,
+            "request_id": request_id,
+        }
+    }

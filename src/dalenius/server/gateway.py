@@ -1,0 +1,479 @@
+"""What the HTTP gateway does, without HTTP: authenticate, check access, call the library.
+
+The routes in :mod:`dalenius.server.routes` only translate between HTTP and this class, and this
+class only decides *who may do what* and then calls the library — :class:`~dalenius.engine.session.
+Session` for explain and query, the :class:`~dalenius.ledger.Ledger` for budgets and records, the
+:class:`~dalenius.server.store.StateStore` for analysts, tokens, grants and datasets. It adds no
+privacy logic of its own: whatever the console does, a script could do through the same calls.
+
+An analyst sees only the datasets granted to them; to an analyst, a dataset that exists but is not
+granted is indistinguishable from one that does not exist. A curator sees every dataset.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dalenius.accounting import Definition, definition_of, parse_definition, zero_loss
+from dalenius.core.errors import CatalogError, ConfigurationError, UserError
+from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
+from dalenius.engine.session import Session
+from dalenius.ledger import Ledger, open_ledger
+from dalenius.server import describe
+from dalenius.server.config import GatewayConfig
+from dalenius.server.errors import AuthenticationError, RateLimitedError
+from dalenius.server.ratelimit import RateLimiter
+from dalenius.server.registry import DatasetCache, OpenDataset, open_catalog
+from dalenius.server.requestlog import RequestLog
+from dalenius.server.store import (
+    ANALYST,
+    Caller,
+    NotFoundError,
+    Registration,
+    StateStore,
+    check_name,
+)
+from dalenius.server.tokens import IssuedToken
+
+_log = logging.getLogger("dalenius.server")
+
+MAX_LIST = 1000
+"""The most records one listing returns."""
+
+
+class DatasetUnavailableError(UserError):
+    """A registered dataset whose catalog or data cannot be opened on the server right now."""
+
+    code = "dataset_unavailable"
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """A loss as a client sends it: ``epsilon`` alone, ``epsilon`` with ``delta``, or ``rho``."""
+
+    epsilon: Any = None
+    delta: Any = None
+    rho: Any = None
+
+    def to_loss(self, what: str) -> Loss:
+        """The exact loss, or a clear error naming the accepted combinations.
+
+        Example:
+            >>> LossSpec(epsilon="0.5").to_loss("budget")
+            PureDP(epsilon=Fraction(1, 2))
+        """
+        given = {k for k in ("epsilon", "delta", "rho") if getattr(self, k) is not None}
+        if given == {"epsilon"}:
+            return PureDP(as_fraction(self.epsilon, "epsilon", allow_zero=True))
+        if given == {"epsilon", "delta"}:
+            return ApproxDP(
+                as_fraction(self.epsilon, "epsilon", allow_zero=True),
+                as_fraction(self.delta, "delta", allow_zero=True),
+            )
+        if given == {"rho"}:
+            return ZCDP(as_fraction(self.rho, "rho", allow_zero=True))
+        raise ConfigurationError(
+            f"A {what} needs epsilon, epsilon with delta, or rho; got {sorted(given) or 'none'}.",
+            fix='send {"epsilon": 1} for pure DP, {"epsilon": 1, "delta": 1e-6} for (ε, δ), '
+            'or {"rho": 0.5} for zCDP.',
+        )
+
+
+class Gateway:
+    """The gateway's state and operations for one process.
+
+    Args:
+        config: the gateway's settings.
+        ledger: an open ledger to use instead of opening ``config.ledger``.
+        store: an open state store to use instead of opening ``config.state_url``.
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        ledger: Ledger | None = None,
+        store: StateStore | None = None,
+    ) -> None:
+        self.config = config
+        self.ledger = ledger if ledger is not None else open_ledger(config.ledger)
+        self.store = store if store is not None else StateStore(config.state_url)
+        self.datasets = DatasetCache()
+        self.requests = RequestLog(self.store)
+        limits = config.limits
+        self.limiter = RateLimiter(
+            rate=limits.requests_per_minute / 60,
+            burst=limits.burst,
+            capacity=limits.tracked_clients,
+        )
+
+    # -- authentication ----------------------------------------------------------------------
+
+    def authenticate(self, token: str | None, client: str) -> Caller:
+        """The caller a bearer token belongs to, after its rate limit.
+
+        Failed sign-ins are rate-limited by client address (so guessing costs time); signed-in
+        requests by token (so one analyst cannot starve another).
+
+        Raises:
+            AuthenticationError: no token, or not a valid one.
+            RateLimitedError: the client is over its rate.
+        """
+        caller = self.store.authenticate(token) if token else None
+        key = f"token:{caller.token_id}" if caller else f"address:{client}"
+        wait = self.limiter.acquire(key)
+        if wait > 0:
+            raise RateLimitedError(wait, self.config.limits.requests_per_minute)
+        if caller is not None:
+            return caller
+        if not token:
+            raise AuthenticationError(
+                "This endpoint needs an API token.",
+                fix="send the header 'Authorization: Bearer <token>'; a curator issues tokens.",
+            )
+        raise AuthenticationError(
+            "The API token is not valid (unknown, malformed or revoked).",
+            fix="check the token you copied, or ask a curator for a new one.",
+        )
+
+    # -- datasets ----------------------------------------------------------------------------
+
+    def _registration(self, caller: Caller, name: str) -> Registration:
+        found = self.store.registration(name)
+        visible = found is not None and (
+            caller.is_curator or self.store.is_granted(caller.name, name)
+        )
+        if found is None or not visible:
+            raise NotFoundError(
+                f"No dataset named {name!r} is available to you.",
+                fix="list the datasets you may use with GET /v1/datasets, or ask a curator "
+                "for a grant.",
+            )
+        return found
+
+    def open(self, caller: Caller, name: str) -> OpenDataset:
+        """The dataset ``name`` if the caller may see it.
+
+        Raises:
+            NotFoundError: no such dataset, or not granted to the caller.
+            DatasetUnavailableError: registered, but its catalog cannot be opened now.
+        """
+        registration = self._registration(caller, name)
+        try:
+            return self.datasets.get(registration)
+        except (CatalogError, ConfigurationError) as error:
+            _log.warning("dataset %r cannot be opened: %s", name, error)
+            raise DatasetUnavailableError(
+                f"The dataset {name!r} is registered but cannot be opened on the server.",
+                why="its catalog or data files are missing or changed on the server.",
+                fix="ask a curator to check the dataset (its problem is shown in their list).",
+            ) from None
+
+    def visible_names(self, caller: Caller) -> list[str]:
+        """Names of the datasets the caller may see (without opening them)."""
+        registered = [r.name for r in self.store.registrations()]
+        if caller.is_curator:
+            return registered
+        granted = {dataset for _, dataset in self.store.grants(caller.name)}
+        return [name for name in registered if name in granted]
+
+    def list_datasets(self, caller: Caller) -> list[dict[str, Any]]:
+        """The datasets the caller may see, each with its tables (or why it cannot be opened)."""
+        if caller.is_curator:
+            registrations = self.store.registrations()
+        else:
+            granted = {dataset for _, dataset in self.store.grants(caller.name)}
+            registrations = [r for r in self.store.registrations() if r.name in granted]
+        out = []
+        for registration in registrations:
+            opened, problem = None, None
+            try:
+                opened = self.datasets.get(registration)
+            except (CatalogError, ConfigurationError) as error:
+                problem = str(error) if caller.is_curator else "cannot be opened on the server"
+            out.append(
+                describe.dataset_summary(registration, opened, problem, curator=caller.is_curator)
+            )
+        return out
+
+    def describe_dataset(self, caller: Caller, name: str) -> dict[str, Any]:
+        """A dataset's public metadata: tables, columns, bounds, keys, privacy units."""
+        return describe.dataset_detail(self.open(caller, name), curator=caller.is_curator)
+
+    def _session(self, caller: Caller, opened: OpenDataset) -> Session:
+        # A session is a light view: the ledger and the engine are shared, and never closed here.
+        return Session(
+            opened.catalog,
+            ledger=self.ledger,
+            executor=opened.executor,
+            analyst=caller.name,
+            confidence=self.config.confidence,
+        )
+
+    def explain(
+        self,
+        caller: Caller,
+        name: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: float | None,
+    ) -> dict[str, Any]:
+        """The plan, its cost and expected errors; reads no data and spends nothing."""
+        opened = self.open(caller, name)
+        explanation = self._session(caller, opened).explain(
+            sql, epsilon, delta=delta, confidence=confidence
+        )
+        return {"dataset": name, **explanation.to_dict()}
+
+    def query(
+        self,
+        caller: Caller,
+        name: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: float | None,
+        idempotency_key: str | None,
+    ) -> dict[str, Any]:
+        """Answer a query under the caller's budget (the session audits it in the ledger)."""
+        opened = self.open(caller, name)
+        result = self._session(caller, opened).query(
+            sql,
+            epsilon,
+            delta=delta,
+            confidence=confidence,
+            idempotency_key=idempotency_key,
+        )
+        return {"dataset": name, **result.to_dict()}
+
+    # -- budgets and records -----------------------------------------------------------------
+
+    def _definition(self, dataset: str) -> Definition:
+        for info in self.ledger.datasets():
+            if info.name == dataset:
+                return info.definition
+        return "pure"
+
+    def budget(self, analyst: str, dataset: str) -> dict[str, Any]:
+        """An analyst's budget on a dataset, with spent and remaining."""
+        found = self.ledger.budgets(principal=analyst, dataset=dataset)
+        definition = self._definition(dataset)
+        known = any(info.name == dataset for info in self.ledger.datasets())
+        spent = self.ledger.spent(analyst, dataset) if known else zero_loss("pure")
+        remaining = self.ledger.remaining(analyst, dataset) if known else zero_loss("pure")
+        return describe.budget_json(
+            analyst, dataset, definition, found[0] if found else None, spent, remaining
+        )
+
+    def caller_budget(self, caller: Caller, name: str) -> dict[str, Any]:
+        """The caller's own budget on a dataset they may see."""
+        self._registration(caller, name)
+        return self.budget(caller.name, name)
+
+    def caller_budgets(self, caller: Caller) -> list[dict[str, Any]]:
+        """The caller's budget on every dataset they may see."""
+        return [self.budget(caller.name, name) for name in self.visible_names(caller)]
+
+    def entries(self, analyst: str | None, dataset: str | None, limit: int) -> list[dict[str, Any]]:
+        """Ledger entries (charges), newest first."""
+        found = self.ledger.entries(principal=analyst, dataset=dataset)
+        return [describe.entry_json(e) for e in reversed(found[-limit:])]
+
+    def audit(self, analyst: str | None, dataset: str | None, limit: int) -> list[dict[str, Any]]:
+        """The ledger's audit trail, newest first."""
+        found = self.ledger.audit(principal=analyst, dataset=dataset)
+        return [describe.audit_json(r) for r in reversed(found[-limit:])]
+
+    def request_log(self, principal: str | None, limit: int) -> list[dict[str, Any]]:
+        """The gateway's request log, newest first (this process's pending lines included)."""
+        self.requests.flush()
+        return [
+            describe.request_json(r) for r in self.store.requests(principal=principal, limit=limit)
+        ]
+
+    # -- curator operations ------------------------------------------------------------------
+
+    def _catalog_path(self, text: str) -> Path:
+        try:
+            path = Path(text).expanduser()
+            if not path.is_absolute():
+                base = self.config.source.resolve().parent if self.config.source else Path.cwd()
+                path = base / path
+            path = path.resolve()
+        except (OSError, ValueError, RuntimeError) as error:
+            raise ConfigurationError(
+                f"The catalog path {text!r} is not a usable file path: {error}.",
+                fix="give the path of the catalog's TOML file on the server.",
+            ) from None
+        root = self.config.catalog_root
+        if root is not None and not path.is_relative_to(root):
+            raise ConfigurationError(
+                f"The catalog {str(path)!r} is outside the gateway's catalog folder {str(root)!r}.",
+                why="the gateway's configuration limits registration to catalogs under catalog_root.",
+                fix=f"put the catalog under {root} and register it from there.",
+            )
+        return path
+
+    def register(
+        self,
+        caller: Caller,
+        catalog: str,
+        definition: str | None,
+        total_cap: LossSpec | None,
+    ) -> dict[str, Any]:
+        """Register a dataset by the path of its catalog on the server.
+
+        The catalog is opened first (every table must be readable), so a bad catalog is refused
+        with its own error and nothing is recorded. The ledger learns the dataset's accounting
+        definition (``pure`` unless given) and its optional total cap on all analysts together.
+        """
+        path = self._catalog_path(catalog)
+        parsed, executor = open_catalog(str(path))
+        executor.close()
+        cap = total_cap.to_loss("total cap") if total_cap is not None else None
+        target = parse_definition(definition) if definition is not None else None
+        current = self._definition(parsed.name)
+        known = any(info.name == parsed.name for info in self.ledger.datasets())
+        if not known or target is not None or cap is not None:
+            if target is not None:
+                chosen = target
+            elif known:
+                chosen = current
+            else:
+                chosen = definition_of(cap) if cap is not None else "pure"
+            self.ledger.set_dataset(parsed.name, definition=chosen, total_cap=cap)
+        registration = self.store.register(parsed.name, str(path), by=caller.name)
+        return self.describe_dataset(caller, registration.name)
+
+    def unregister(self, name: str) -> None:
+        """Remove a dataset and its grants (the ledger keeps its budgets and records)."""
+        self.store.unregister(name)
+        self.datasets.forget(name)
+
+    def set_total_cap(self, name: str, cap: LossSpec | None) -> dict[str, Any]:
+        """Set (or with ``None`` lift) the cap on every analyst's losses on a dataset together."""
+        if self.store.registration(name) is None:
+            raise NotFoundError(f"No dataset named {name!r} is registered.")
+        if cap is None:
+            if any(info.name == name for info in self.ledger.datasets()):
+                self.ledger.remove_total_cap(name)
+        else:
+            loss = cap.to_loss("total cap")
+            known = any(info.name == name for info in self.ledger.datasets())
+            definition = self._definition(name) if known else definition_of(loss)
+            self.ledger.set_dataset(name, definition=definition, total_cap=loss)
+        return self.dataset_accounting(name)
+
+    def dataset_accounting(self, name: str) -> dict[str, Any]:
+        """A dataset's definition, total cap and what every analyst together has spent."""
+        if self.store.registration(name) is None:
+            raise NotFoundError(f"No dataset named {name!r} is registered.")
+        for info in self.ledger.datasets():
+            if info.name == name:
+                return {
+                    "dataset": name,
+                    "definition": info.definition,
+                    "total_cap": describe.loss_json(info.total_cap),
+                    "total_spent": describe.loss_json(self.ledger.total_spent(name)),
+                }
+        return {
+            "dataset": name,
+            "definition": "pure",
+            "total_cap": None,
+            "total_spent": describe.loss_json(zero_loss("pure")),
+        }
+
+    def principal(self, name: str) -> dict[str, Any]:
+        """A principal with its grants and tokens."""
+        found = self.store.principal(name)
+        if found is None:
+            raise NotFoundError(f"No principal named {name!r}.")
+        grants = [dataset for _, dataset in self.store.grants(name)]
+        return describe.principal_json(found, grants, self.store.tokens(name))
+
+    def principals(self) -> list[dict[str, Any]]:
+        """Every principal with its grants and tokens."""
+        grants: dict[str, list[str]] = {}
+        for who, dataset in self.store.grants():
+            grants.setdefault(who, []).append(dataset)
+        tokens = self.store.tokens()
+        return [
+            describe.principal_json(
+                p, grants.get(p.name, []), [t for t in tokens if t.principal == p.name]
+            )
+            for p in self.store.principals()
+        ]
+
+    def create_principal(
+        self, caller: Caller, name: str, role: str, issue: bool, label: str
+    ) -> dict[str, Any]:
+        """Create an analyst or curator, with a first token unless ``issue`` is false."""
+        self.store.create_principal(name, role, by=caller.name)
+        token = None
+        if issue:
+            token = self._issued(name, self.store.issue_token(name, label=label, by=caller.name))
+        return self.principal(name) | {"token": token}
+
+    def issue_token(self, caller: Caller, name: str, label: str) -> dict[str, Any]:
+        """A new token for ``name``, shown once."""
+        return self._issued(name, self.store.issue_token(name, label=label, by=caller.name))
+
+    def revoke_token(self, name: str, token_id: str) -> None:
+        """Revoke one of ``name``'s tokens."""
+        self.store.revoke_token(name, token_id)
+
+    @staticmethod
+    def _issued(name: str, issued: IssuedToken) -> dict[str, Any]:
+        return {
+            "principal": name,
+            "token_id": issued.token_id,
+            "token": issued.token,
+            "note": "Shown once: the gateway keeps only a hash of this token.",
+        }
+
+    def grant(self, caller: Caller, name: str, dataset: str) -> dict[str, Any]:
+        """Let an analyst see and query a dataset."""
+        self.store.grant(name, dataset, by=caller.name)
+        return self.principal(name)
+
+    def revoke_grant(self, name: str, dataset: str) -> dict[str, Any]:
+        """Withdraw a grant."""
+        self.store.revoke_grant(name, dataset)
+        return self.principal(name)
+
+    def set_budget(
+        self, analyst: str, dataset: str, cap: LossSpec, refresh_days: int | None
+    ) -> dict[str, Any]:
+        """Set an analyst's budget on a registered dataset."""
+        check_name(analyst, "analyst")
+        if self.store.principal(analyst) is None:
+            raise NotFoundError(f"No principal named {analyst!r}.", fix="create the analyst first.")
+        if self.store.registration(dataset) is None:
+            raise NotFoundError(f"No dataset named {dataset!r} is registered.")
+        self.ledger.set_budget(analyst, dataset, cap.to_loss("budget"), refresh_days=refresh_days)
+        return self.budget(analyst, dataset)
+
+    def budgets(self, analyst: str | None, dataset: str | None) -> list[dict[str, Any]]:
+        """Every budget (optionally of one analyst or dataset) with spent and remaining."""
+        return [
+            self.budget(info.principal, info.dataset)
+            for info in self.ledger.budgets(principal=analyst, dataset=dataset)
+        ]
+
+    def bootstrap(self, name: str, role: str = ANALYST, *, label: str = "") -> IssuedToken:
+        """Create ``name`` if missing and issue it a token (for the command line, not HTTP)."""
+        self.store.ensure_principal(name, role, by="dalenius serve")
+        return self.store.issue_token(
+            name, label=label or "issued at start-up", by="dalenius serve"
+        )
+
+    def close(self) -> None:
+        """Write the pending request log, close the engines, the ledger and the store."""
+        self.requests.close()
+        self.datasets.close()
+        self.ledger.close()
+        self.store.close()

@@ -1,0 +1,411 @@
+"""The HTTP API's request and response shapes, which FastAPI publishes as the OpenAPI document.
+
+Requests are strict (unknown fields are refused, so a misspelt ``epsilon`` cannot silently fall
+back to something else). Responses mirror the library's own JSON forms
+(:meth:`~dalenius.engine.result.Result.to_dict`, :meth:`~dalenius.plan.explain.Explanation.to_dict`,
+:meth:`~dalenius.core.errors.UserError.to_dict`) and allow extra fields, so a field the library
+adds later reaches clients without a change here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+Number = Annotated[
+    StrictFloat | StrictInt | StrictStr,
+    Field(
+        description='A number, or exact decimal or fraction text ("0.1", "1/10").',
+        examples=[0.1, "1/10"],
+    ),
+]
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
+TEXT_PATTERN = r"^[^\x00]*$"
+"""Text fields refuse NUL characters, which no database column of the ledger can store."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+class ErrorDetail(_Response):
+    """What went wrong, why, and how to fix it (SQL errors add clause, line, column, span)."""
+
+    code: str
+    message: str
+    why: str | None = None
+    fix: str | None = None
+    request_id: str
+    clause: str | None = None
+    line: int | None = None
+    column: int | None = None
+    span: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """The body of every non-success answer."""
+
+    error: ErrorDetail
+
+
+# -- requests -------------------------------------------------------------------------------
+
+
+class ExplainRequest(_Request):
+    """A query to explain: its plan, cost and expected errors, before spending anything."""
+
+    sql: str = Field(
+        min_length=1,
+        max_length=20_000,
+        pattern=TEXT_PATTERN,
+        examples=["SELECT COUNT(*) FROM people"],
+    )
+    epsilon: Number | None = Field(
+        default=None,
+        description="The ε to spend; may instead be given in the SQL "
+        "(SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = ...)).",
+    )
+    delta: Number | None = Field(
+        default=None,
+        description="The δ to spend; needed only to GROUP BY columns without public keys.",
+    )
+    confidence: float | None = Field(
+        default=None, gt=0, lt=1, description="Confidence of the error bars (default 0.95)."
+    )
+
+
+class QueryRequest(ExplainRequest):
+    """A query to answer, spending ``epsilon`` from the caller's budget."""
+
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=TEXT_PATTERN,
+        description="Retry key: a retried request with the same key is charged once.",
+    )
+
+
+class LossRequest(_Request):
+    """A loss: ``epsilon`` (pure DP), ``epsilon`` and ``delta`` ((ε, δ)-DP), or ``rho`` (zCDP)."""
+
+    epsilon: Number | None = None
+    delta: Number | None = None
+    rho: Number | None = None
+
+
+class BudgetRequest(LossRequest):
+    """An analyst's budget on a dataset, optionally renewed every ``refresh_days`` days."""
+
+    refresh_days: int | None = Field(default=None, ge=1, le=36_500)
+
+
+class RegisterRequest(_Request):
+    """A dataset to register, by the path of its catalog file on the server."""
+
+    catalog: str = Field(
+        min_length=1,
+        max_length=4096,
+        pattern=TEXT_PATTERN,
+        examples=["dalenius-demo/census.toml"],
+    )
+    definition: Literal["pure", "approx", "zcdp"] | None = Field(
+        default=None, description="How losses are added up on this dataset (default: pure)."
+    )
+    total_cap: LossRequest | None = Field(
+        default=None, description="A cap on every analyst's losses on this dataset together."
+    )
+
+
+class PrincipalRequest(_Request):
+    """An analyst or curator to create."""
+
+    name: str = Field(pattern=NAME_PATTERN, examples=["alice"])
+    role: Literal["analyst", "curator"] = "analyst"
+    issue_token: bool = Field(default=True, description="Issue a first token (shown once).")
+    label: str = Field(
+        default="", max_length=200, pattern=TEXT_PATTERN, description="A note on the first token."
+    )
+
+
+class TokenRequest(_Request):
+    """A new token for a principal."""
+
+    label: str = Field(default="", max_length=200, pattern=TEXT_PATTERN, examples=["laptop"])
+
+
+# -- responses ------------------------------------------------------------------------------
+
+
+class Loss(_Response):
+    """A loss as floats for people and exact fractions for machines."""
+
+    epsilon: float | None = None
+    epsilon_exact: str | None = None
+    delta: float | None = None
+    delta_exact: str | None = None
+    rho: float | None = None
+    rho_exact: str | None = None
+
+
+class Bounds(_Response):
+    """A numeric column's public clipping range."""
+
+    low: float
+    high: float
+
+
+class ColumnInfo(_Response):
+    """A column's public metadata."""
+
+    name: str
+    type: str
+    bounds: Bounds | None
+    keys: list[str | int | bool] | None
+    nullable: bool
+    description: str
+
+
+class PrivacyUnitInfo(_Response):
+    """What one privacy unit is in a table: a row, or every row sharing an id."""
+
+    kind: Literal["row", "id"]
+    description: str
+    column: str | None = None
+    max_rows: int | None = None
+    max_groups: int | None = None
+
+
+class TableInfo(_Response):
+    """A table's public metadata."""
+
+    name: str
+    description: str
+    public: bool
+    privacy_unit: PrivacyUnitInfo
+    columns: list[ColumnInfo]
+
+
+class DatasetSummary(_Response):
+    """A dataset in a listing (``catalog`` and ``registered_by`` for curators only)."""
+
+    name: str
+    description: str
+    tables: list[str]
+    available: bool
+    problem: str | None
+    registered_at: str
+    catalog: str | None = None
+    registered_by: str | None = None
+
+
+class DatasetDetail(DatasetSummary):
+    """A dataset with its tables' public metadata (never data)."""
+
+    tables: list[TableInfo]  # type: ignore[assignment]
+
+
+class DatasetList(BaseModel):
+    """The datasets the caller may see."""
+
+    datasets: list[DatasetSummary]
+
+
+class Measurement(_Response):
+    """One noisy measurement in an explanation."""
+
+    name: str
+    aggregate: str
+    sensitivity: float
+    epsilon: float
+    epsilon_exact: str
+    noise_scale: float
+    error: float
+    mechanism: str
+
+
+class Explanation(_Response):
+    """A query's plan, cost and expected errors (see ``dalenius explain``)."""
+
+    dataset: str
+    table: str
+    privacy_unit: str
+    filters: list[str]
+    groups: list[dict[str, Any]]
+    measurements: list[Measurement]
+    outputs: list[dict[str, Any]]
+    loss: Loss
+    confidence: float
+    exact_sql: str
+    notes: list[str] = []
+
+
+class Cell(_Response):
+    """One value with its error bar (``low`` and ``high`` are null for group keys)."""
+
+    value: Any
+    low: Any
+    high: Any
+
+
+class QueryResult(_Response):
+    """A released answer: rows of cells, the loss, what was spent and what remains."""
+
+    dataset: str
+    columns: list[str]
+    kinds: list[str]
+    rows: list[list[Cell]]
+    confidence: float
+    loss: Loss
+    spent: Loss
+    remaining: Loss
+    cached: bool
+    entry_id: str | None
+
+
+class Budget(_Response):
+    """An analyst's budget on a dataset (null when none was set: nothing may be spent)."""
+
+    analyst: str
+    dataset: str
+    definition: str
+    budget: Loss | None
+    refresh_days: int | None
+    spent: Loss
+    remaining: Loss
+
+
+class BudgetList(BaseModel):
+    """Budgets with what was spent and what remains."""
+
+    budgets: list[Budget]
+
+
+class Accounting(_Response):
+    """A dataset's accounting definition, its total cap and what all analysts spent together."""
+
+    dataset: str
+    definition: str
+    total_cap: Loss | None
+    total_spent: Loss
+
+
+class LedgerEntry(_Response):
+    """One charge in the ledger."""
+
+    id: str
+    analyst: str
+    dataset: str
+    sql: str
+    plan_hash: str
+    status: str
+    loss: Loss
+    charged: Loss
+    created_at: str
+    finished_at: str | None
+    detail: str
+
+
+class LedgerList(BaseModel):
+    """Ledger entries, newest first."""
+
+    entries: list[LedgerEntry]
+
+
+class AuditLine(_Response):
+    """One line of the ledger's audit trail."""
+
+    seq: int
+    at: str
+    analyst: str
+    dataset: str
+    sql: str
+    outcome: str
+    loss: Loss | None
+    detail: str
+    entry_id: str | None
+
+
+class AuditList(BaseModel):
+    """The audit trail, newest first."""
+
+    audit: list[AuditLine]
+
+
+class RequestLine(_Response):
+    """One line of the gateway's request log."""
+
+    at: str
+    request_id: str
+    principal: str
+    token_id: str
+    client: str
+    method: str
+    path: str
+    status: int
+    code: str
+    millis: float
+
+
+class RequestList(BaseModel):
+    """The request log, newest first."""
+
+    requests: list[RequestLine]
+
+
+class TokenInfo(_Response):
+    """A token's public record (never its secret)."""
+
+    id: str
+    label: str
+    created_at: str
+    revoked_at: str | None
+
+
+class IssuedToken(_Response):
+    """A new token: ``token`` is shown this once."""
+
+    principal: str
+    token_id: str
+    token: str
+    note: str
+
+
+class PrincipalInfo(_Response):
+    """An analyst or curator, with the datasets granted and their tokens."""
+
+    name: str
+    role: str
+    created_at: str
+    created_by: str
+    grants: list[str]
+    tokens: list[TokenInfo]
+
+
+class CreatedPrincipal(PrincipalInfo):
+    """A new principal, with its first token if one was issued."""
+
+    token: IssuedToken | None
+
+
+class PrincipalList(BaseModel):
+    """Every principal."""
+
+    principals: list[PrincipalInfo]
+
+
+class Me(BaseModel):
+    """Who the caller is and which datasets they may use."""
+
+    name: str
+    role: str
+    token_id: str
+    datasets: list[str]

@@ -1,0 +1,132 @@
+"""The datasets this gateway process has opened: each registered catalog with its engine.
+
+Registrations are shared by every gateway process through the state store; opening a catalog (and
+its DuckDB engine, which loads CSV tables into memory) is done once per process, on first use, and
+again only if the registration or the catalog file changes. Every request still checks the store,
+so a dataset removed by a curator in one process disappears from all of them at once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dalenius.core.catalog import Catalog, load_catalog
+from dalenius.core.errors import ConfigurationError
+from dalenius.executors.base import Executor
+from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.server.store import Registration
+
+
+@dataclass(frozen=True)
+class OpenDataset:
+    """A registered dataset, opened: its catalog, its engine and its public descriptions."""
+
+    registration: Registration
+    catalog: Catalog
+    executor: Executor
+    descriptions: dict[str, Any]
+    stamp: tuple[str, int, int]
+
+
+def catalog_stamp(path: str) -> tuple[str, int, int]:
+    """Path, size and modification time of a catalog file: it is reopened when they change."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (path, -1, -1)
+    return (path, stat.st_size, stat.st_mtime_ns)
+
+
+def read_descriptions(path: str) -> dict[str, Any]:
+    """The ``description`` texts a catalog gives its tables and columns (all public).
+
+    The catalog loader validates them but keeps only the dataset's; the console shows them all.
+    """
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+    tables: dict[str, Any] = {}
+    for name, table in (doc.get("tables") or {}).items():
+        if not isinstance(table, dict):
+            continue
+        columns = {
+            column: spec.get("description", "")
+            for column, spec in (table.get("columns") or {}).items()
+            if isinstance(spec, dict) and isinstance(spec.get("description", ""), str)
+        }
+        description = table.get("description", "")
+        tables[name] = {
+            "description": description if isinstance(description, str) else "",
+            "columns": columns,
+        }
+    return tables
+
+
+def open_catalog(path: str) -> tuple[Catalog, Executor]:
+    """Load a catalog and open its engine, checking that every table can be read.
+
+    Raises:
+        CatalogError: the catalog is malformed or a source cannot be read.
+    """
+    catalog = load_catalog(path)
+    return catalog, DuckDBExecutor(catalog)
+
+
+class DatasetCache:
+    """Opened datasets of this process, by name."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, OpenDataset] = {}
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+
+    def get(self, registration: Registration) -> OpenDataset:
+        """The opened dataset for a registration, opening (or reopening) it if needed."""
+        stamp = catalog_stamp(registration.catalog)
+        found = self._open.get(registration.name)
+        if found is not None and found.registration == registration and found.stamp == stamp:
+            return found
+        with self._lock:
+            loading = self._loading.setdefault(registration.name, threading.Lock())
+        with loading:
+            found = self._open.get(registration.name)
+            if found is not None and found.registration == registration and found.stamp == stamp:
+                return found
+            catalog, executor = open_catalog(registration.catalog)
+            if catalog.name != registration.name:
+                raise ConfigurationError(
+                    f"The catalog {registration.catalog} now names its dataset "
+                    f"{catalog.name!r}, but it was registered as {registration.name!r}.",
+                    why="budgets are kept by dataset name; a renamed catalog is another dataset.",
+                    fix="restore the [dataset] name, or remove and register the dataset again.",
+                )
+            opened = OpenDataset(
+                registration=registration,
+                catalog=catalog,
+                executor=executor,
+                descriptions=read_descriptions(registration.catalog),
+                stamp=stamp,
+            )
+            # A replaced engine is not closed here: a request may still be using it; it is
+            # closed when the last reference to it goes.
+            self._open[registration.name] = opened
+            return opened
+
+    def forget(self, name: str) -> None:
+        """Drop an opened dataset (after it was removed)."""
+        with self._lock:
+            self._open.pop(name, None)
+
+    def close(self) -> None:
+        """Close every engine."""
+        with self._lock:
+            opened = list(self._open.values())
+            self._open.clear()
+        for dataset in opened:
+            dataset.executor.close()

@@ -1,0 +1,129 @@
+"""Endpoints for every signed-in caller: who am I, datasets, explain, query, own budget and ledger.
+
+An analyst sees only the datasets granted to them (others answer 404, exactly as if they did not
+exist); a curator sees every dataset. Explain reads no data and spends nothing; query spends from
+the caller's own budget and is recorded in the ledger before its answer leaves.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from dalenius.server import models
+from dalenius.server.gateway import MAX_LIST
+from dalenius.server.routes.deps import (
+    CallerDep,
+    GatewayDep,
+    PathName,
+    QueryFilter,
+    errors,
+    single_query_values,
+)
+
+router = APIRouter(prefix="/v1", tags=["analyst"], dependencies=[Depends(single_query_values)])
+
+Limit = Annotated[int, Query(ge=1, le=MAX_LIST, description="The most records to return.")]
+
+
+@router.get("/me", response_model=models.Me, responses=errors(), operation_id="me")
+def me(caller: CallerDep, gateway: GatewayDep) -> models.Me:
+    """Who the token belongs to, and the datasets the caller may use."""
+    names = [d["name"] for d in gateway.list_datasets(caller)]
+    return models.Me(name=caller.name, role=caller.role, token_id=caller.token_id, datasets=names)
+
+
+@router.get(
+    "/datasets",
+    response_model_exclude_unset=True,
+    response_model=models.DatasetList,
+    responses=errors(),
+    operation_id="list_datasets",
+)
+def list_datasets(caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
+    """The datasets the caller may use (all of them for a curator)."""
+    return {"datasets": gateway.list_datasets(caller)}
+
+
+@router.get(
+    "/datasets/{name}",
+    response_model_exclude_unset=True,
+    response_model=models.DatasetDetail,
+    responses=errors(404, 503),
+    operation_id="get_dataset",
+)
+def get_dataset(name: PathName, caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
+    """A dataset's public metadata: tables, columns, types, bounds, keys, privacy units."""
+    return gateway.describe_dataset(caller, name)
+
+
+@router.post(
+    "/datasets/{name}/explain",
+    response_model_exclude_unset=True,
+    response_model=models.Explanation,
+    responses=errors(404, 503),
+    operation_id="explain",
+)
+def explain(
+    name: PathName, body: models.ExplainRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """The plan, its cost and the expected error of each measurement; spends nothing."""
+    return gateway.explain(caller, name, body.sql, body.epsilon, body.delta, body.confidence)
+
+
+@router.post(
+    "/datasets/{name}/query",
+    response_model_exclude_unset=True,
+    response_model=models.QueryResult,
+    responses=errors(404, 409, 503),
+    operation_id="query",
+)
+def query(
+    name: PathName, body: models.QueryRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Answer a query with noise and error bars, spending ``epsilon`` from the caller's budget."""
+    return gateway.query(
+        caller, name, body.sql, body.epsilon, body.delta, body.confidence, body.idempotency_key
+    )
+
+
+@router.get(
+    "/datasets/{name}/budget",
+    response_model_exclude_unset=True,
+    response_model=models.Budget,
+    responses=errors(404),
+    operation_id="get_my_budget",
+)
+def budget(name: PathName, caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
+    """The caller's budget on a dataset: the cap, what was spent, what remains."""
+    return gateway.caller_budget(caller, name)
+
+
+@router.get(
+    "/me/budgets",
+    response_model_exclude_unset=True,
+    response_model=models.BudgetList,
+    responses=errors(),
+    operation_id="list_my_budgets",
+)
+def my_budgets(caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
+    """The caller's budget on every dataset they may use."""
+    return {"budgets": gateway.caller_budgets(caller)}
+
+
+@router.get(
+    "/me/ledger",
+    response_model_exclude_unset=True,
+    response_model=models.LedgerList,
+    responses=errors(),
+    operation_id="list_my_ledger",
+)
+def my_ledger(
+    caller: CallerDep,
+    gateway: GatewayDep,
+    limit: Limit = 200,
+    dataset: QueryFilter = None,
+) -> dict[str, object]:
+    """The caller's own charges, newest first."""
+    return {"entries": gateway.entries(caller.name, dataset, limit)}

@@ -1,0 +1,285 @@
+"""Endpoints for curators only: datasets, analysts and tokens, grants, budgets, the whole record.
+
+Every route here depends on :func:`~dalenius.server.routes.deps.curator`, so an analyst's token
+gets 403 before anything is read or changed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from dalenius.server import models
+from dalenius.server.gateway import MAX_LIST, LossSpec
+from dalenius.server.routes.deps import (
+    CuratorDep,
+    GatewayDep,
+    PathName,
+    QueryFilter,
+    errors,
+    single_query_values,
+)
+
+router = APIRouter(prefix="/v1", tags=["curator"], dependencies=[Depends(single_query_values)])
+
+Limit = Annotated[int, Query(ge=1, le=MAX_LIST, description="The most records to return.")]
+Filter = QueryFilter
+Name = PathName
+
+
+def _spec(body: models.LossRequest) -> LossSpec:
+    return LossSpec(epsilon=body.epsilon, delta=body.delta, rho=body.rho)
+
+
+@router.post(
+    "/datasets",
+    status_code=201,
+    response_model_exclude_unset=True,
+    response_model=models.DatasetDetail,
+    responses=errors(403, 409),
+    operation_id="register_dataset",
+)
+def register_dataset(
+    body: models.RegisterRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Register a dataset by the path of its catalog file on the server (opened and checked)."""
+    cap = _spec(body.total_cap) if body.total_cap is not None else None
+    return gateway.register(caller, body.catalog, body.definition, cap)
+
+
+@router.delete(
+    "/datasets/{name}",
+    status_code=204,
+    response_class=Response,
+    responses=errors(403, 404),
+    operation_id="remove_dataset",
+)
+def remove_dataset(name: Name, caller: CuratorDep, gateway: GatewayDep) -> Response:
+    """Remove a dataset and its grants; the ledger keeps its budgets and records."""
+    gateway.unregister(name)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/datasets/{name}/accounting",
+    response_model_exclude_unset=True,
+    response_model=models.Accounting,
+    responses=errors(403, 404),
+    operation_id="get_accounting",
+)
+def accounting(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
+    """A dataset's accounting definition, total cap and what all analysts spent together."""
+    return gateway.dataset_accounting(name)
+
+
+@router.put(
+    "/datasets/{name}/total-cap",
+    response_model_exclude_unset=True,
+    response_model=models.Accounting,
+    responses=errors(403, 404),
+    operation_id="set_total_cap",
+)
+def set_total_cap(
+    name: Name, body: models.LossRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Cap every analyst's losses on a dataset together (colluding analysts add their losses)."""
+    return gateway.set_total_cap(name, _spec(body))
+
+
+@router.delete(
+    "/datasets/{name}/total-cap",
+    response_model_exclude_unset=True,
+    response_model=models.Accounting,
+    responses=errors(403, 404),
+    operation_id="remove_total_cap",
+)
+def remove_total_cap(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
+    """Lift a dataset's total cap (each analyst's own budget still applies)."""
+    return gateway.set_total_cap(name, None)
+
+
+@router.get(
+    "/principals",
+    response_model_exclude_unset=True,
+    response_model=models.PrincipalList,
+    responses=errors(403),
+    operation_id="list_principals",
+)
+def list_principals(caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
+    """Every analyst and curator, with grants and tokens (never a token's secret)."""
+    return {"principals": gateway.principals()}
+
+
+@router.post(
+    "/principals",
+    status_code=201,
+    response_model_exclude_unset=True,
+    response_model=models.CreatedPrincipal,
+    responses=errors(403, 409),
+    operation_id="create_principal",
+)
+def create_principal(
+    body: models.PrincipalRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Create an analyst or curator and, unless told not to, issue a first token (shown once)."""
+    return gateway.create_principal(caller, body.name, body.role, body.issue_token, body.label)
+
+
+@router.get(
+    "/principals/{name}",
+    response_model_exclude_unset=True,
+    response_model=models.PrincipalInfo,
+    responses=errors(403, 404),
+    operation_id="get_principal",
+)
+def get_principal(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
+    """One analyst or curator, with grants and tokens."""
+    return gateway.principal(name)
+
+
+@router.post(
+    "/principals/{name}/tokens",
+    status_code=201,
+    response_model_exclude_unset=True,
+    response_model=models.IssuedToken,
+    responses=errors(403, 404),
+    operation_id="issue_token",
+)
+def issue_token(
+    name: Name, body: models.TokenRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Issue a new token; its text is in this answer only, the gateway keeps a hash."""
+    return gateway.issue_token(caller, name, body.label)
+
+
+@router.delete(
+    "/principals/{name}/tokens/{token_id}",
+    status_code=204,
+    response_class=Response,
+    responses=errors(403, 404),
+    operation_id="revoke_token",
+)
+def revoke_token(
+    name: Name,
+    token_id: Name,
+    caller: CuratorDep,
+    gateway: GatewayDep,
+) -> Response:
+    """Revoke a token: it stops working at once, in every gateway process."""
+    gateway.revoke_token(name, token_id)
+    return Response(status_code=204)
+
+
+@router.put(
+    "/principals/{name}/grants/{dataset}",
+    response_model_exclude_unset=True,
+    response_model=models.PrincipalInfo,
+    responses=errors(403, 404),
+    operation_id="grant_dataset",
+)
+def grant(name: Name, dataset: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
+    """Let a principal see and query a dataset (a budget must still be set to spend)."""
+    return gateway.grant(caller, name, dataset)
+
+
+@router.delete(
+    "/principals/{name}/grants/{dataset}",
+    response_model_exclude_unset=True,
+    response_model=models.PrincipalInfo,
+    responses=errors(403, 404),
+    operation_id="revoke_grant",
+)
+def revoke_grant(
+    name: Name, dataset: Name, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Withdraw a grant; the principal's ledger records stay."""
+    return gateway.revoke_grant(name, dataset)
+
+
+@router.get(
+    "/budgets",
+    response_model_exclude_unset=True,
+    response_model=models.BudgetList,
+    responses=errors(403),
+    operation_id="list_budgets",
+)
+def list_budgets(
+    caller: CuratorDep,
+    gateway: GatewayDep,
+    analyst: Filter = None,
+    dataset: Filter = None,
+) -> dict[str, object]:
+    """Every budget, with spent and remaining, optionally of one analyst or dataset."""
+    return {"budgets": gateway.budgets(analyst, dataset)}
+
+
+@router.put(
+    "/budgets/{analyst}/{dataset}",
+    response_model_exclude_unset=True,
+    response_model=models.Budget,
+    responses=errors(403, 404),
+    operation_id="set_budget",
+)
+def set_budget(
+    analyst: Name,
+    dataset: Name,
+    body: models.BudgetRequest,
+    caller: CuratorDep,
+    gateway: GatewayDep,
+) -> dict[str, object]:
+    """Set an analyst's budget on a dataset (ε, (ε, δ) or ρ; optionally renewed every N days)."""
+    return gateway.set_budget(analyst, dataset, _spec(body), body.refresh_days)
+
+
+@router.get(
+    "/ledger",
+    response_model_exclude_unset=True,
+    response_model=models.LedgerList,
+    responses=errors(403),
+    operation_id="list_ledger",
+)
+def ledger(
+    caller: CuratorDep,
+    gateway: GatewayDep,
+    limit: Limit = 200,
+    analyst: Filter = None,
+    dataset: Filter = None,
+) -> dict[str, object]:
+    """Every charge in the ledger, newest first."""
+    return {"entries": gateway.entries(analyst, dataset, limit)}
+
+
+@router.get(
+    "/audit",
+    response_model_exclude_unset=True,
+    response_model=models.AuditList,
+    responses=errors(403),
+    operation_id="list_audit",
+)
+def audit(
+    caller: CuratorDep,
+    gateway: GatewayDep,
+    limit: Limit = 200,
+    analyst: Filter = None,
+    dataset: Filter = None,
+) -> dict[str, object]:
+    """The ledger's audit trail (answered, cached, refused, failed …), newest first."""
+    return {"audit": gateway.audit(analyst, dataset, limit)}
+
+
+@router.get(
+    "/requests",
+    response_model_exclude_unset=True,
+    response_model=models.RequestList,
+    responses=errors(403),
+    operation_id="list_requests",
+)
+def requests(
+    caller: CuratorDep,
+    gateway: GatewayDep,
+    limit: Limit = 200,
+    principal: Filter = None,
+) -> dict[str, object]:
+    """The gateway's request log: every request, its caller, status and time, newest first."""
+    return {"requests": gateway.request_log(principal, limit)}

@@ -1,0 +1,94 @@
+"""Who is calling: the bearer-token dependency every endpoint uses, and the curator check."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from dalenius.server.errors import ForbiddenError, InvalidRequestError
+from dalenius.server.gateway import Gateway
+from dalenius.server.models import TEXT_PATTERN, ErrorResponse
+from dalenius.server.store import Caller
+
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="token",
+    description="An API token issued by a curator: 'Authorization: Bearer dlt_…'.",
+)
+
+
+def gateway(request: Request) -> Gateway:
+    """The gateway this application serves."""
+    found: Gateway = request.app.state.gateway
+    return found
+
+
+def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    service: Annotated[Gateway, Depends(gateway)],
+) -> Caller:
+    """The signed-in caller (or 401), after their rate limit (or 429)."""
+    token = credentials.credentials if credentials is not None else None
+    client = request.client.host if request.client is not None else ""
+    found = service.authenticate(token, client)
+    request.state.caller = found
+    return found
+
+
+def curator(who: Annotated[Caller, Depends(caller)]) -> Caller:
+    """The signed-in caller, if a curator (or 403)."""
+    if not who.is_curator:
+        raise ForbiddenError(
+            "Only curators may use this endpoint.",
+            why="it changes or reads records of other analysts.",
+            fix="ask a curator, or sign in with a curator's token.",
+        )
+    return who
+
+
+def single_query_values(request: Request, who: Annotated[Caller, Depends(caller)]) -> None:
+    """Refuse a query parameter given twice: which one counts would be a guess.
+
+    It depends on :func:`caller` so that authentication is still checked first.
+    """
+    seen: set[str] = set()
+    for key, _ in request.query_params.multi_items():
+        if key in seen:
+            raise InvalidRequestError(
+                f"The query parameter {key!r} is given more than once.",
+                [{"location": f"query.{key}", "problem": "given more than once"}],
+            )
+        seen.add(key)
+
+
+CallerDep = Annotated[Caller, Depends(caller)]
+CuratorDep = Annotated[Caller, Depends(curator)]
+GatewayDep = Annotated[Gateway, Depends(gateway)]
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI descriptions of the error answers a route may give (every one has the same shape)."""
+    meaning = {
+        400: "Bad input (SQL refused, a parameter out of range, a malformed body).",
+        401: "No token, or not a valid one.",
+        403: "The caller's role may not do this.",
+        404: "No such thing, or a dataset not granted to the caller.",
+        409: "Conflicts with the record (budget exceeded, name taken, retry in progress).",
+        413: "The request body is too large.",
+        429: "Too many requests for this token; see Retry-After.",
+        503: "The engine failed before any noise was drawn; nothing was spent.",
+    }
+    base = (400, 401, 413, 429)
+    return {
+        status: {"model": ErrorResponse, "description": meaning[status]}
+        for status in sorted({*base, *statuses})
+    }
+
+
+PathName = Annotated[str, Path(max_length=200, pattern=TEXT_PATTERN)]
+"""A name in a URL path (dataset, principal, token id)."""
+QueryFilter = Annotated[str | None, Query(max_length=200, pattern=TEXT_PATTERN)]
+"""An optional filter in the query string."""

@@ -1,0 +1,193 @@
+// Charts drawn as SVG by hand (no library, no network): bars with error bars, budget gauges and
+// the history of spending. Every chart carries a text title for screen readers; the same numbers
+// are always in a table next to it.
+
+import { fmt, fmtEps, h, s } from "./ui.js";
+
+function niceStep(span, target) {
+  const raw = span / Math.max(target, 1);
+  const power = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+  const unit = raw / power;
+  const nice = unit < 1.5 ? 1 : unit < 3 ? 2 : unit < 7 ? 5 : 10;
+  return nice * power;
+}
+
+function ticks(low, high, target = 5) {
+  if (low === high) {
+    high = low + 1;
+  }
+  const step = niceStep(high - low, target);
+  const first = Math.ceil(low / step) * step;
+  const out = [];
+  for (let value = first; value <= high + step * 1e-9; value += step) out.push(Math.abs(value) < step * 1e-9 ? 0 : value);
+  return out;
+}
+
+function shorten(text, max) {
+  const value = String(text);
+  return value.length > max ? `${value.slice(0, max - 1)}…` : value;
+}
+
+// A horizontal bar per group with its interval as a whisker: groups read top to bottom in the
+// order the answer lists them, and long key names fit on the left.
+export function barChart({ labels, values, lows, highs, title, confidence }) {
+  const n = labels.length;
+  const row = n > 24 ? 18 : 26;
+  const labelWidth = Math.min(170, Math.max(60, 7 * Math.max(...labels.map((label) => String(label).length), 4)));
+  const width = 760;
+  const top = 28;
+  const bottom = 30;
+  const right = 64;
+  const height = top + bottom + n * row;
+  const numbers = [...values, ...lows, ...highs].filter((value) => typeof value === "number" && Number.isFinite(value));
+  let low = Math.min(0, ...numbers);
+  let high = Math.max(0, ...numbers);
+  if (low === high) high = low + 1;
+  const marks = ticks(low, high, 6);
+  low = Math.min(low, marks[0]);
+  high = Math.max(high, marks[marks.length - 1]);
+  const x0 = labelWidth + 12;
+  const x1 = width - right;
+  const x = (value) => x0 + ((value - low) / (high - low)) * (x1 - x0);
+  const pct = confidence ? `${Math.round(confidence * 1000) / 10}%` : "95%";
+
+  const svg = s("svg", {
+    class: "chart",
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": `${title}: bar chart with ${pct} error bars, ${n} groups`,
+    "data-groups": n,
+  });
+  svg.append(s("title", { text: `${title} (${pct} error bars)` }));
+  const grid = s("g", { class: "grid" });
+  const axis = s("g", { class: "axis" });
+  for (const mark of marks) {
+    const px = x(mark);
+    grid.append(s("line", { x1: px, x2: px, y1: top - 6, y2: height - bottom + 4 }));
+    axis.append(s("text", { x: px, y: height - bottom + 18, "text-anchor": "middle", text: fmt(mark, 3) }));
+  }
+  svg.append(grid, axis);
+  svg.append(s("text", { x: x0, y: 14, class: "value-label", text: title }));
+  svg.append(s("line", { class: "zero", x1: x(0), x2: x(0), y1: top - 6, y2: height - bottom + 4 }));
+
+  labels.forEach((label, i) => {
+    const value = values[i];
+    const y = top + i * row;
+    const mid = y + row / 2;
+    const group = s("g", { class: "group" });
+    group.append(s("text", { x: x0 - 8, y: mid + 4, "text-anchor": "end", text: shorten(label, 24) }));
+    if (typeof value === "number" && Number.isFinite(value)) {
+      const a = x(Math.min(0, value));
+      const b = x(Math.max(0, value));
+      const bar = s("rect", { class: "bar", x: a, y: y + row * 0.18, width: Math.max(b - a, 1), height: row * 0.64, rx: 2 });
+      bar.append(s("title", { text: `${label}: ${fmt(value)} [${fmt(lows[i])}, ${fmt(highs[i])}]` }));
+      group.append(bar);
+      const lo = lows[i];
+      const hi = highs[i];
+      if (typeof lo === "number" && typeof hi === "number") {
+        const cap = row * 0.22;
+        group.append(
+          s("line", { class: "whisker", x1: x(lo), x2: x(hi), y1: mid, y2: mid }),
+          s("line", { class: "whisker", x1: x(lo), x2: x(lo), y1: mid - cap, y2: mid + cap }),
+          s("line", { class: "whisker", x1: x(hi), x2: x(hi), y1: mid - cap, y2: mid + cap }),
+        );
+      }
+      group.append(s("text", { class: "value-label", x: Math.max(x(hi ?? value), b) + 6, y: mid + 4, text: fmt(value, 3) }));
+    }
+    svg.append(group);
+  });
+  const legend = h(
+    "div",
+    { class: "chart-legend" },
+    h("span", {}, h("span", { class: "swatch" }), "noisy value"),
+    h("span", {}, h("span", { class: "whisker-key" }), `${pct} interval for the noise (not for clipping bias)`),
+  );
+  return h("figure", { class: "chart-figure", style: "margin:0" }, svg, legend);
+}
+
+// A ring showing how much of a budget remains; the number in the middle is what remains.
+export function ring({ spent, budget, size = 120 }) {
+  const radius = 46;
+  const circumference = 2 * Math.PI * radius;
+  const used = budget > 0 ? Math.min(Math.max(spent / budget, 0), 1) : 1;
+  const remaining = Math.max(budget - spent, 0);
+  const svg = s("svg", { width: size, height: size, viewBox: "0 0 120 120", role: "img", "aria-label": `budget: ${fmtEps(remaining)} of ${fmtEps(budget)} remaining` });
+  svg.append(
+    s("circle", { class: "ring-bg", cx: 60, cy: 60, r: radius, fill: "none", "stroke-width": 12 }),
+    s("circle", {
+      class: `ring-fg${used > 0.8 ? " high" : ""}`,
+      cx: 60,
+      cy: 60,
+      r: radius,
+      fill: "none",
+      "stroke-width": 12,
+      "stroke-linecap": budget > 0 && used > 0 ? "round" : "butt",
+      "stroke-dasharray": circumference,
+      "stroke-dashoffset": circumference * used,
+      transform: "rotate(-90 60 60)",
+    }),
+    s("text", { class: "ring-text", x: 60, y: 62, "text-anchor": "middle", text: fmtEps(remaining) }),
+    s("text", { class: "ring-sub", x: 60, y: 78, "text-anchor": "middle", text: "remaining" }),
+  );
+  return svg;
+}
+
+// A bar gauge: spent (filled) out of the budget, with the numbers under it.
+export function gauge({ spent, budget, measure = "ε" }) {
+  const used = budget > 0 ? Math.min(Math.max(spent / budget, 0), 1) : 1;
+  const remaining = Math.max(budget - spent, 0);
+  return h(
+    "div",
+    { class: "gauge", role: "meter", "aria-valuemin": 0, "aria-valuemax": budget, "aria-valuenow": spent, "aria-label": `${measure} spent` },
+    h("div", { class: "track" }, h("div", { class: `spent${used > 0.8 ? " high" : ""}`, style: `width:${(used * 100).toFixed(1)}%` })),
+    h(
+      "div",
+      { class: "legend" },
+      h("span", {}, "spent ", h("strong", { text: `${measure} ${fmtEps(spent)}` })),
+      h("span", {}, "remaining ", h("strong", { class: "remaining-value", text: `${measure} ${fmtEps(remaining)}` }), ` of ${fmtEps(budget)}`),
+    ),
+  );
+}
+
+// Cumulative loss charged over time (one step per charge) against the budget line.
+export function spendChart(points, budget, measure = "ε") {
+  const width = 900;
+  const height = 220;
+  const left = 48;
+  const right = 16;
+  const top = 16;
+  const bottom = 28;
+  const times = points.map((point) => point.time);
+  // A margin on each side keeps a single charge, or charges made within a second, readable.
+  const span = Math.max(Math.max(...times) - Math.min(...times), 60_000);
+  const t0 = Math.min(...times) - span * 0.05;
+  const t1 = Math.max(...times) + span * 0.05;
+  const total = points.length ? points[points.length - 1].total : 0;
+  const high = Math.max(budget || 0, total) * 1.08 || 1;
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * (width - left - right);
+  const y = (v) => height - bottom - (v / high) * (height - top - bottom);
+  const svg = s("svg", { class: "chart spend", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `cumulative ${measure} spent over time` });
+  svg.append(s("title", { text: `Cumulative ${measure} spent` }));
+  const grid = s("g", { class: "grid" });
+  const axis = s("g", { class: "axis" });
+  for (const mark of ticks(0, high, 4)) {
+    if (mark > high) continue;
+    grid.append(s("line", { x1: left, x2: width - right, y1: y(mark), y2: y(mark) }));
+    axis.append(s("text", { x: left - 6, y: y(mark) + 4, "text-anchor": "end", text: fmtEps(mark) }));
+  }
+  svg.append(grid, axis);
+  if (budget) {
+    svg.append(
+      s("line", { x1: left, x2: width - right, y1: y(budget), y2: y(budget), stroke: "#b42323", "stroke-dasharray": "5 4", "stroke-width": 1.5 }),
+      s("text", { x: width - right, y: y(budget) - 5, "text-anchor": "end", fill: "#b42323", text: `budget ${measure} ${fmtEps(budget)}` }),
+    );
+  }
+  let path = `M ${x(t0)} ${y(0)}`;
+  for (const point of points) path += ` H ${x(point.time)} V ${y(point.total)}`;
+  path += ` H ${width - right}`;
+  svg.append(s("path", { d: path, fill: "none", stroke: "#2f4fc9", "stroke-width": 2.2 }));
+  for (const point of points) svg.append(s("circle", { cx: x(point.time), cy: y(point.total), r: 3, fill: "#2f4fc9" }));
+  svg.append(s("text", { x: left, y: height - 8, text: new Date(t0).toLocaleString() }));
+  svg.append(s("text", { x: width - right, y: height - 8, "text-anchor": "end", text: new Date(t1).toLocaleString() }));
+  return svg;
+}

@@ -1,0 +1,546 @@
+"""The gateway's own records: principals, token hashes, grants, registered datasets, request log.
+
+Budgets and charges live in the ledger; everything else the gateway must remember lives here, in
+tables prefixed ``dalenius_gateway_`` that may share the ledger's database. Several gateway
+processes opened on the same database see the same analysts and datasets: nothing here is cached
+across requests, so a revoked token or grant stops working at once in every process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from dalenius.core.errors import ConfigurationError, UserError
+from dalenius.server.sqlbackend import Backend, Row, Tx, open_backend
+from dalenius.server.tokens import IssuedToken, new_token, parse_token, verify
+
+ANALYST: Final = "analyst"
+CURATOR: Final = "curator"
+ROLES: Final = (ANALYST, CURATOR)
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+class NotFoundError(UserError):
+    """Something a request names does not exist (or is not visible to the caller)."""
+
+    code = "not_found"
+
+
+class ConflictError(UserError):
+    """A request that contradicts what is already recorded (a name taken, a dataset registered)."""
+
+    code = "conflict"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Someone who may call the gateway: an analyst (asks queries) or a curator (administers)."""
+
+    name: str
+    role: str
+    created_at: datetime
+    created_by: str
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token's public record (never its secret or hash)."""
+
+    id: str
+    principal: str
+    label: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The principal a valid token belongs to."""
+
+    name: str
+    role: str
+    token_id: str
+
+    @property
+    def is_curator(self) -> bool:
+        """Whether the caller may use the curator endpoints."""
+        return self.role == CURATOR
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A dataset registered with the gateway, by the path of its catalog on the server."""
+
+    name: str
+    catalog: str
+    registered_at: datetime
+    registered_by: str
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One line of the request log (every request, answered or not)."""
+
+    at: datetime
+    request_id: str
+    principal: str
+    token_id: str
+    client: str
+    method: str
+    path: str
+    status: int
+    code: str
+    millis: float
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """Validate a principal's name: 1 to 64 letters, digits and ``_ . @ -``.
+
+    Example:
+        >>> check_name("alice@example.org")
+        'alice@example.org'
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigurationError(
+            f"The {what} {name!r} is not a valid name.",
+            why="names appear in URLs, logs and the ledger, so they are kept plain.",
+            fix="use 1 to 64 letters, digits, '_', '.', '@' or '-', starting with a letter or digit.",
+        )
+    return name
+
+
+def check_role(role: str) -> str:
+    """Validate a role name (``analyst`` or ``curator``)."""
+    if role not in ROLES:
+        raise ConfigurationError(f"Unknown role {role!r}.", fix=f"use one of {', '.join(ROLES)}.")
+    return role
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _required_time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+class StateStore:
+    """Principals, tokens, grants, datasets and the request log in one database.
+
+    Args:
+        url: ``memory:``, a SQLite file or ``sqlite:///`` URL, or a ``postgresql://`` URL.
+
+    Example:
+        >>> store = StateStore("memory:")
+        >>> _ = store.create_principal("alice", "analyst", by="root")
+        >>> issued = store.issue_token("alice", label="laptop", by="root")
+        >>> store.authenticate(issued.token)  # doctest: +ELLIPSIS
+        Caller(name='alice', role='analyst', token_id='...')
+        >>> store.close()
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._db: Backend = open_backend(url)
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        time = 'TEXT COLLATE "C"' if self._db.dialect == "postgres" else "TEXT"
+        ddl = [
+            f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_principals (
+                name TEXT PRIMARY KEY,
+                role TEXT NOT NULL CHECK (role IN ('analyst', 'curator')),
+                created_at {time} NOT NULL,
+                created_by TEXT NOT NULL
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_tokens (
+                id TEXT PRIMARY KEY,
+                principal TEXT NOT NULL REFERENCES dalenius_gateway_principals (name),
+                hash TEXT NOT NULL,
+                label TEXT NOT NULL,
+                created_at {time} NOT NULL,
+                revoked_at {time}
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_datasets (
+                name TEXT PRIMARY KEY,
+                catalog TEXT NOT NULL,
+                registered_at {time} NOT NULL,
+                registered_by TEXT NOT NULL
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_grants (
+                principal TEXT NOT NULL REFERENCES dalenius_gateway_principals (name),
+                dataset TEXT NOT NULL,
+                granted_at {time} NOT NULL,
+                granted_by TEXT NOT NULL,
+                PRIMARY KEY (principal, dataset)
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_requests (
+                seq {self._db.auto_key},
+                at {time} NOT NULL,
+                request_id TEXT NOT NULL,
+                principal TEXT NOT NULL,
+                token_id TEXT NOT NULL,
+                client TEXT NOT NULL,
+                method TEXT NOT NULL,
+                path TEXT NOT NULL,
+                status INTEGER NOT NULL,
+                code TEXT NOT NULL,
+                millis DOUBLE PRECISION NOT NULL
+            )""",
+        ]
+        with self._db.transaction(write=True) as tx:
+            if self._db.dialect == "postgres":
+                # CREATE TABLE IF NOT EXISTS races with itself across processes; serialise it.
+                tx.run("SELECT pg_advisory_xact_lock(?)", (0x6761746577617931,))
+            for statement in ddl:
+                tx.run(statement)
+
+    @contextmanager
+    def _conflicts_as(self, error: ConflictError) -> Iterator[None]:
+        """Report a uniqueness violation (a concurrent writer from another process) as ``error``."""
+        try:
+            yield
+        except Exception as exc:
+            if self._db.is_conflict(exc):
+                raise error from None
+            raise
+
+    # -- principals and tokens -------------------------------------------------------------
+
+    def create_principal(self, name: str, role: str, *, by: str) -> Principal:
+        """Create an analyst or curator.
+
+        Raises:
+            ConflictError: if the name is taken.
+        """
+        check_name(name)
+        check_role(role)
+        now = _now()
+        taken = ConflictError(
+            f"A principal named {name!r} already exists.",
+            fix="choose another name, or issue a new token for the existing one.",
+        )
+        with self._conflicts_as(taken), self._db.transaction(write=True) as tx:
+            if tx.run("SELECT 1 FROM dalenius_gateway_principals WHERE name = ?", (name,)):
+                raise taken
+            tx.run(
+                "INSERT INTO dalenius_gateway_principals (name, role, created_at, created_by) "
+                "VALUES (?, ?, ?, ?)",
+                (name, role, now, by),
+            )
+        return Principal(name, role, _required_time(now), by)
+
+    def ensure_principal(self, name: str, role: str, *, by: str) -> Principal:
+        """The principal called ``name``, created with ``role`` if missing.
+
+        Raises:
+            ConflictError: if it exists with another role.
+        """
+        existing = self.principal(name)
+        if existing is None:
+            try:
+                return self.create_principal(name, role, by=by)
+            except ConflictError:
+                existing = self.principal(name)
+                if existing is None:
+                    raise
+        if existing.role != role:
+            raise ConflictError(
+                f"{name!r} exists as {existing.role}, not {role}.",
+                fix="choose another name; a principal's role does not change.",
+            )
+        return existing
+
+    def principal(self, name: str) -> Principal | None:
+        """The principal called ``name``, or ``None``."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT name, role, created_at, created_by FROM dalenius_gateway_principals "
+                "WHERE name = ?",
+                (name,),
+            )
+        return _principal(rows[0]) if rows else None
+
+    def principals(self) -> list[Principal]:
+        """Every principal, by name."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT name, role, created_at, created_by FROM dalenius_gateway_principals "
+                "ORDER BY name"
+            )
+        return [_principal(row) for row in rows]
+
+    def issue_token(self, name: str, *, label: str = "", by: str) -> IssuedToken:
+        """Draw a new token for ``name``; its text is returned once and only its hash is kept.
+
+        Raises:
+            NotFoundError: if no such principal exists.
+        """
+        issued = new_token()
+        with self._db.transaction(write=True) as tx:
+            if not tx.run("SELECT 1 FROM dalenius_gateway_principals WHERE name = ?", (name,)):
+                raise NotFoundError(f"No principal named {name!r}.", fix="create it first.")
+            tx.run(
+                "INSERT INTO dalenius_gateway_tokens (id, principal, hash, label, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (issued.token_id, name, issued.hash, label or f"issued by {by}", _now()),
+            )
+        return issued
+
+    def tokens(self, name: str | None = None) -> list[TokenInfo]:
+        """Tokens (revoked ones too), oldest first, optionally of one principal."""
+        sql = "SELECT id, principal, label, created_at, revoked_at FROM dalenius_gateway_tokens"
+        params: tuple[object, ...] = ()
+        if name is not None:
+            sql += " WHERE principal = ?"
+            params = (name,)
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(sql + " ORDER BY created_at, id", params)
+        return [
+            TokenInfo(row[0], row[1], row[2], _required_time(row[3]), _time(row[4])) for row in rows
+        ]
+
+    def revoke_token(self, name: str, token_id: str) -> None:
+        """Revoke one of ``name``'s tokens; it stops working at once, in every process.
+
+        Raises:
+            NotFoundError: if ``name`` has no such token.
+        """
+        with self._db.transaction(write=True) as tx:
+            rows = tx.run(
+                "SELECT revoked_at FROM dalenius_gateway_tokens WHERE id = ? AND principal = ?",
+                (token_id, name),
+            )
+            if not rows:
+                raise NotFoundError(f"{name!r} has no token {token_id!r}.")
+            if rows[0][0] is None:
+                tx.run(
+                    "UPDATE dalenius_gateway_tokens SET revoked_at = ? WHERE id = ?",
+                    (_now(), token_id),
+                )
+
+    def credentials(self, token_id: str) -> tuple[Caller, str] | None:
+        """The owner of a live token and its stored hash, or ``None`` (unknown or revoked)."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT p.name, p.role, t.hash FROM dalenius_gateway_tokens t "
+                "JOIN dalenius_gateway_principals p ON p.name = t.principal "
+                "WHERE t.id = ? AND t.revoked_at IS NULL",
+                (token_id,),
+            )
+        if not rows:
+            return None
+        return Caller(name=rows[0][0], role=rows[0][1], token_id=token_id), rows[0][2]
+
+    def authenticate(self, token: str) -> Caller | None:
+        """The caller a token belongs to, or ``None``; the hash is compared in constant time."""
+        token_id = parse_token(token)
+        if token_id is None:
+            return None
+        found = self.credentials(token_id)
+        if found is None:
+            return None
+        caller, stored = found
+        return caller if verify(token, stored) else None
+
+    # -- datasets and grants ---------------------------------------------------------------
+
+    def register(self, name: str, catalog: str, *, by: str) -> Registration:
+        """Record a dataset by its catalog path.
+
+        Raises:
+            ConflictError: if ``name`` is registered with another catalog.
+        """
+        now = _now()
+        race = ConflictError(f"Dataset {name!r} was registered concurrently; try again.")
+        with self._conflicts_as(race), self._db.transaction(write=True) as tx:
+            rows = tx.run("SELECT catalog FROM dalenius_gateway_datasets WHERE name = ?", (name,))
+            if rows and rows[0][0] != catalog:
+                raise ConflictError(
+                    f"A dataset named {name!r} is already registered, from {rows[0][0]}.",
+                    why="budgets are kept per dataset name, so one name cannot mean two catalogs.",
+                    fix="remove the registered dataset first, or give the new catalog another "
+                    "[dataset] name.",
+                )
+            if not rows:
+                tx.run(
+                    "INSERT INTO dalenius_gateway_datasets (name, catalog, registered_at, "
+                    "registered_by) VALUES (?, ?, ?, ?)",
+                    (name, catalog, now, by),
+                )
+        found = self.registration(name)
+        if found is None:
+            raise race
+        return found
+
+    def unregister(self, name: str) -> None:
+        """Remove a dataset and every grant on it (the ledger keeps its budgets and charges).
+
+        Raises:
+            NotFoundError: if no such dataset is registered.
+        """
+        with self._db.transaction(write=True) as tx:
+            if not tx.run("SELECT 1 FROM dalenius_gateway_datasets WHERE name = ?", (name,)):
+                raise NotFoundError(f"No dataset named {name!r} is registered.")
+            tx.run("DELETE FROM dalenius_gateway_grants WHERE dataset = ?", (name,))
+            tx.run("DELETE FROM dalenius_gateway_datasets WHERE name = ?", (name,))
+
+    def registration(self, name: str) -> Registration | None:
+        """The registered dataset called ``name``, or ``None``."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT name, catalog, registered_at, registered_by "
+                "FROM dalenius_gateway_datasets WHERE name = ?",
+                (name,),
+            )
+        return _registration(rows[0]) if rows else None
+
+    def registrations(self) -> list[Registration]:
+        """Every registered dataset, by name."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT name, catalog, registered_at, registered_by "
+                "FROM dalenius_gateway_datasets ORDER BY name"
+            )
+        return [_registration(row) for row in rows]
+
+    def grant(self, name: str, dataset: str, *, by: str) -> None:
+        """Let ``name`` see and query ``dataset`` (idempotent).
+
+        Raises:
+            NotFoundError: if the principal or the dataset does not exist.
+        """
+        with self._db.transaction(write=True) as tx:
+            _require(tx, name, dataset)
+            if tx.run(
+                "SELECT 1 FROM dalenius_gateway_grants WHERE principal = ? AND dataset = ?",
+                (name, dataset),
+            ):
+                return
+            tx.run(
+                "INSERT INTO dalenius_gateway_grants (principal, dataset, granted_at, granted_by) "
+                "VALUES (?, ?, ?, ?)",
+                (name, dataset, _now(), by),
+            )
+
+    def revoke_grant(self, name: str, dataset: str) -> None:
+        """Withdraw a grant (idempotent); the analyst's ledger records stay.
+
+        Raises:
+            NotFoundError: if the principal or the dataset does not exist.
+        """
+        with self._db.transaction(write=True) as tx:
+            _require(tx, name, dataset)
+            tx.run(
+                "DELETE FROM dalenius_gateway_grants WHERE principal = ? AND dataset = ?",
+                (name, dataset),
+            )
+
+    def grants(self, name: str | None = None) -> list[tuple[str, str]]:
+        """``(principal, dataset)`` pairs, sorted, optionally of one principal."""
+        sql = "SELECT principal, dataset FROM dalenius_gateway_grants"
+        params: tuple[object, ...] = ()
+        if name is not None:
+            sql += " WHERE principal = ?"
+            params = (name,)
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(sql + " ORDER BY principal, dataset", params)
+        return [(row[0], row[1]) for row in rows]
+
+    def is_granted(self, name: str, dataset: str) -> bool:
+        """Whether ``name`` holds a grant on ``dataset``."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT 1 FROM dalenius_gateway_grants WHERE principal = ? AND dataset = ?",
+                (name, dataset),
+            )
+        return bool(rows)
+
+    # -- request log -----------------------------------------------------------------------
+
+    def log_requests(self, records: Iterable[RequestRecord]) -> None:
+        """Append lines to the request log, in one transaction."""
+        rows = [
+            (
+                r.at.isoformat(timespec="microseconds"),
+                r.request_id,
+                r.principal,
+                r.token_id,
+                r.client,
+                r.method,
+                r.path,
+                r.status,
+                r.code,
+                r.millis,
+            )
+            for r in records
+        ]
+        if not rows:
+            return
+        with self._db.transaction(write=True) as tx:
+            for row in rows:
+                tx.run(
+                    "INSERT INTO dalenius_gateway_requests (at, request_id, principal, token_id, "
+                    "client, method, path, status, code, millis) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+
+    def requests(self, *, principal: str | None = None, limit: int = 100) -> list[RequestRecord]:
+        """The most recent request-log lines, newest first."""
+        sql = (
+            "SELECT at, request_id, principal, token_id, client, method, path, status, code, "
+            "millis FROM dalenius_gateway_requests"
+        )
+        params: list[object] = []
+        if principal is not None:
+            sql += " WHERE principal = ?"
+            params.append(principal)
+        sql += " ORDER BY seq DESC LIMIT ?"
+        params.append(int(limit))
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(sql, params)
+        return [
+            RequestRecord(
+                at=_required_time(row[0]),
+                request_id=row[1],
+                principal=row[2],
+                token_id=row[3],
+                client=row[4],
+                method=row[5],
+                path=row[6],
+                status=int(row[7]),
+                code=row[8],
+                millis=float(row[9]),
+            )
+            for row in rows
+        ]
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._db.close()
+
+
+def _require(tx: Tx, name: str, dataset: str) -> None:
+    if not tx.run("SELECT 1 FROM dalenius_gateway_principals WHERE name = ?", (name,)):
+        raise NotFoundError(f"No principal named {name!r}.")
+    if not tx.run("SELECT 1 FROM dalenius_gateway_datasets WHERE name = ?", (dataset,)):
+        raise NotFoundError(f"No dataset named {dataset!r} is registered.")
+
+
+def _principal(row: Row) -> Principal:
+    return Principal(row[0], row[1], _required_time(row[2]), row[3])
+
+
+def _registration(row: Row) -> Registration:
+    return Registration(row[0], row[1], _required_time(row[2]), row[3])

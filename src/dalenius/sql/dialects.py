@@ -1,0 +1,122 @@
+"""Dialect-specific SQL pieces: everything that differs between DuckDB, PostgreSQL and Spark.
+
+The rest of :mod:`dalenius.sql.to_sql` writes portable SQL through sqlglot; what sqlglot cannot
+translate with the same meaning everywhere lives here:
+
+* the keyed hash that ranks rows for contribution bounding (each engine has its own hash);
+* exact integer sums: DuckDB's ``SUM(BIGINT)`` is a 128-bit ``HUGEINT`` and PostgreSQL's a
+  ``NUMERIC``, both exact, but Spark's is a ``BIGINT`` that overflows, so Spark sums
+  ``DECIMAL(38, 0)``;
+* floating-point arithmetic: DuckDB and Spark follow IEEE 754 (overflow gives ±∞, underflow 0),
+  but PostgreSQL *raises* on overflow and underflow, so one extreme value would make the query
+  fail, and whether it fails would reveal that value. On PostgreSQL, ``+ - * /`` on doubles call
+  small SQL functions that give the IEEE result without raising; ``ROUND`` and ``%`` of doubles,
+  which PostgreSQL lacks, go through ``NUMERIC``. The functions are created in each session by
+  :mod:`dalenius.executors.postgres` (``POSTGRES_FUNCTIONS`` there; a test checks both lists).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+POSTGRES_FUNCTIONS = (
+    "dalenius_add",
+    "dalenius_sub",
+    "dalenius_mul",
+    "dalenius_div",
+    "dalenius_mod",
+    "dalenius_round",
+)
+"""Functions the PostgreSQL SQL calls in the session's ``pg_temp`` schema."""
+
+_PG_ARITHMETIC = {
+    "+": "dalenius_add",
+    "-": "dalenius_sub",
+    "*": "dalenius_mul",
+    "/": "dalenius_div",
+}
+_BINARY: dict[str, type[exp.Binary]] = {"+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div}
+
+
+def keyed_hash(dialect: str, salt: int, columns: list[exp.Expr]) -> exp.Expr:
+    """A keyed hash of ``columns``: makes contribution bounding's ranking unpredictable and value-blind.
+
+    Example:
+        >>> keyed_hash("duckdb", 7, [exp.column("a")]).sql("duckdb")
+        'HASH(7, a)'
+    """
+    salt_lit = exp.Literal.number(salt % (2**62))
+    if dialect == "duckdb":
+        return exp.Anonymous(this="HASH", expressions=[salt_lit, *[c.copy() for c in columns]])
+    if dialect == "spark":
+        return exp.Anonymous(this="XXHASH64", expressions=[salt_lit, *[c.copy() for c in columns]])
+    if dialect == "postgres":
+        parts: list[exp.Expr] = [exp.cast(salt_lit, exp.DataType.Type.TEXT)]
+        for c in columns:
+            text = exp.cast(c.copy(), exp.DataType.Type.TEXT)
+            parts.append(exp.Coalesce(this=text, expressions=[exp.Literal.string("\\N")]))
+        joined = exp.Anonymous(this="CONCAT_WS", expressions=[exp.Literal.string("|"), *parts])
+        return exp.Anonymous(this="MD5", expressions=[joined])
+    raise ValueError(f"no keyed hash for dialect {dialect!r}")
+
+
+def exact_sum(value: exp.Expr, dialect: str) -> exp.Expr:
+    """``SUM`` of an integer expression, exact in every engine whatever the number of rows.
+
+    Example:
+        >>> exact_sum(exp.column("n"), "spark").sql("spark")
+        'SUM(CAST(n AS DECIMAL(38, 0)))'
+        >>> exact_sum(exp.column("n"), "duckdb").sql("duckdb")
+        'SUM(n)'
+    """
+    if dialect == "spark":
+        return exp.Sum(this=exp.cast(value, exp.DataType.build("DECIMAL(38, 0)")))
+    return exp.Sum(this=value)
+
+
+def double_arithmetic(op: str, left: exp.Expr, right: exp.Expr, dialect: str) -> exp.Expr:
+    """``left op right`` on DOUBLE operands with IEEE results (±∞, 0) and never an error.
+
+    Example:
+        >>> a, b = exp.column("a"), exp.column("b")
+        >>> double_arithmetic("*", a, b, "duckdb").sql("duckdb")
+        '(a * b)'
+        >>> double_arithmetic("*", a, b, "postgres").sql("postgres")
+        'pg_temp.dalenius_mul(a, b)'
+    """
+    if dialect == "postgres":
+        return _pg_call(_PG_ARITHMETIC[op], left, right)
+    return exp.Paren(this=_BINARY[op](this=left, expression=right))
+
+
+def modulo(left: exp.Expr, right: exp.Expr, dialect: str, *, floats: bool) -> exp.Expr:
+    """``left % right`` (sign of the dividend); ``floats`` when either operand is a double.
+
+    PostgreSQL has no ``%`` for doubles: it computes the remainder in ``NUMERIC`` from the
+    operands' 15-digit decimal forms, which can differ from DuckDB's and Spark's ``fmod`` in the
+    last bits.
+    """
+    if dialect == "postgres" and floats:
+        return _pg_call("dalenius_mod", exp.cast(left, exp.DataType.Type.DOUBLE), right)
+    return exp.Paren(this=exp.Mod(this=left, expression=right))
+
+
+def round_half(
+    value: exp.Expr, decimals: exp.Expr | None, dialect: str, *, floats: bool
+) -> exp.Expr:
+    """``ROUND(value, decimals)``: halves away from zero; ``floats`` when ``value`` is a double.
+
+    PostgreSQL rounds doubles half to even and has no ``ROUND(double, int)``; there the value is
+    rounded in ``NUMERIC`` from its 15-digit decimal form.
+    """
+    if dialect == "postgres" and floats:
+        digits = decimals if decimals is not None else exp.Literal.number(0)
+        return _pg_call("dalenius_round", value, digits)
+    return exp.Round(this=value, decimals=decimals)
+
+
+def _pg_call(name: str, *args: exp.Expr) -> exp.Expr:
+    return exp.Dot(
+        this=exp.to_identifier("pg_temp"),
+        expression=exp.Anonymous(this=name, expressions=list(args)),
+    )

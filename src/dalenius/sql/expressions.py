@@ -1,0 +1,407 @@
+"""Turn sqlglot expressions into plan expressions, type-checked against public metadata.
+
+Only deterministic, total operations are admitted, and operands are type-checked, so a query that
+passes cannot fail on particular rows (a failure that depended on the data would leak it): no
+casts, no comparisons that make the engine convert row values, division made NULL-safe later.
+Integer ``/`` truncates toward zero (PostgreSQL semantics), so ``(age / 10) * 10`` bins ages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from sqlglot import exp
+
+from dalenius.core.errors import QueryError
+from dalenius.plan.derive import FieldInfo
+from dalenius.plan.expr import (
+    FUNCTIONS,
+    Between,
+    BinOp,
+    Case,
+    Col,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    Not,
+    render,
+)
+
+ErrorFactory = Callable[..., QueryError]
+"""``error(what, node, clause=..., fix=..., why=..., privacy=...)`` → a located QueryError."""
+
+Resolver = Callable[[exp.Column, str], str]
+"""Maps a column reference (in a clause) to a field id, raising a located error if unknown."""
+
+AggregateHook = Callable[[exp.Expr, str], Expr]
+"""Turns an aggregate call (in a clause) into a reference to it, or raises."""
+
+COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.IntDiv: "/"}
+FUNCS: dict[type[exp.Expr], str] = {
+    exp.Abs: "ABS",
+    exp.Lower: "LOWER",
+    exp.Upper: "UPPER",
+    exp.Length: "LENGTH",
+    exp.Trim: "TRIM",
+    exp.Coalesce: "COALESCE",
+    exp.Least: "LEAST",
+    exp.Greatest: "GREATEST",
+    exp.Floor: "FLOOR",
+    exp.Ceil: "CEIL",
+    exp.Round: "ROUND",
+    exp.Year: "YEAR",
+    exp.Month: "MONTH",
+    exp.Day: "DAY",
+}
+NUMERIC = {"int", "float"}
+
+_FUNCTION_HELP = (
+    "use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE, arithmetic and the "
+    f"functions {', '.join(sorted(FUNCTIONS))}."
+)
+
+
+class Converter:
+    """Converts and type-checks expressions of one query."""
+
+    def __init__(
+        self, error: ErrorFactory, fields: Mapping[str, FieldInfo], resolve: Resolver
+    ) -> None:
+        self.error = error
+        self.fields = fields
+        self.resolve = resolve
+
+    def convert(
+        self, node: exp.Expr, clause: str, *, aggregate: AggregateHook | None = None
+    ) -> Expr:
+        """Convert ``node`` and check its types; aggregates go to ``aggregate`` (or are refused).
+
+        With an ``aggregate`` hook the result refers to aggregates whose types only the caller
+        knows, so the caller type-checks it.
+        """
+        out = self._expr(node, clause, aggregate)
+        if aggregate is None:
+            self.type_of(out, node=node, clause=clause)
+        return out
+
+    # -- conversion -----------------------------------------------------------------------------
+
+    def _expr(self, node: exp.Expr, clause: str, aggregate: AggregateHook | None) -> Expr:
+        def sub(n: exp.Expr) -> Expr:
+            return self._expr(n, clause, aggregate)
+
+        if isinstance(node, exp.Paren):
+            return sub(node.this)
+        if isinstance(node, exp.Column):
+            return Col(self.resolve(node, clause))
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return Lit(node.this)
+            text = node.this
+            try:
+                return Lit(int(text))
+            except ValueError:
+                return Lit(float(text))
+        if isinstance(node, exp.Boolean):
+            return Lit(bool(node.this))
+        if isinstance(node, exp.Null):
+            return Lit(None)
+        for cls, op in COMPARE.items():
+            if isinstance(node, cls):
+                return BinOp(op, sub(node.this), sub(node.expression))
+        for cls, op in ARITH.items():
+            if isinstance(node, cls):
+                return BinOp(op, sub(node.this), sub(node.expression))
+        if isinstance(node, exp.And | exp.Or):
+            return BinOp(
+                "AND" if isinstance(node, exp.And) else "OR", sub(node.this), sub(node.expression)
+            )
+        if isinstance(node, exp.DPipe):
+            return BinOp("||", sub(node.this), sub(node.expression))
+        if isinstance(node, exp.Not):
+            inner = sub(node.this)
+            match inner:
+                case IsNull(operand=o, negated=n):
+                    return IsNull(o, not n)
+                case InList(operand=o, items=items, negated=n):
+                    return InList(o, items, not n)
+                case Between(operand=o, low=lo, high=hi, negated=n):
+                    return Between(o, lo, hi, not n)
+                case Like(operand=o, pattern=p, negated=n, case_insensitive=ci):
+                    return Like(o, p, not n, ci)
+            return Not(inner)
+        if isinstance(node, exp.Neg):
+            return Neg(sub(node.this))
+        if isinstance(node, exp.Is):
+            if not isinstance(node.expression, exp.Null):
+                raise self.error(
+                    "IS is supported only as IS NULL / IS NOT NULL.",
+                    node,
+                    clause=clause,
+                    fix="write = TRUE, or IS NULL.",
+                )
+            return IsNull(sub(node.this))
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None or node.args.get("unnest") is not None:
+                raise self.error(
+                    "IN (subquery) is not supported.",
+                    node,
+                    clause=clause,
+                    fix="list the values: IN ('a', 'b').",
+                )
+            return InList(sub(node.this), tuple(sub(e) for e in node.expressions))
+        if isinstance(node, exp.Between):
+            return Between(sub(node.this), sub(node.args["low"]), sub(node.args["high"]))
+        if isinstance(node, exp.Like | exp.ILike):
+            if node.args.get("escape") is not None:
+                raise self.error(
+                    "LIKE ... ESCAPE is not supported.", node, clause=clause, fix="remove ESCAPE."
+                )
+            return Like(
+                sub(node.this), sub(node.expression), case_insensitive=isinstance(node, exp.ILike)
+            )
+        if isinstance(node, exp.Case):
+            if node.this is not None:
+                raise self.error(
+                    "simple CASE x WHEN v ... is not supported.",
+                    node,
+                    clause=clause,
+                    fix="write CASE WHEN x = v THEN ... END.",
+                )
+            whens = tuple((sub(w.this), sub(w.args["true"])) for w in node.args.get("ifs", []))
+            default = node.args.get("default")
+            return Case(whens, sub(default) if default is not None else None)
+        if isinstance(node, exp.If):
+            default = node.args.get("false")
+            return Case(
+                ((sub(node.this), sub(node.args["true"])),),
+                sub(default) if default is not None else None,
+            )
+        if isinstance(node, exp.Extract):
+            part = node.this.name.upper() if isinstance(node.this, exp.Var | exp.Identifier) else ""
+            if part in ("YEAR", "MONTH", "DAY"):
+                return Func(part, (sub(node.expression),))
+            raise self.error(
+                f"EXTRACT({part}) is not supported.",
+                node,
+                clause=clause,
+                fix="use YEAR, MONTH or DAY.",
+            )
+        for func_cls, name in FUNCS.items():
+            if isinstance(node, func_cls):
+                return Func(name, self._func_args(node, name, clause, aggregate))
+        if isinstance(node, exp.AggFunc | exp.WithinGroup):
+            if aggregate is None:
+                raise self.error(
+                    "aggregates are not allowed here.",
+                    node,
+                    clause=clause,
+                    fix="use aggregates in SELECT, HAVING or ORDER BY.",
+                )
+            return aggregate(node, clause)
+        if isinstance(node, exp.Subquery | exp.Select):
+            raise self.error(
+                "subqueries are not supported here.",
+                node,
+                clause=clause,
+                fix="use subqueries only in FROM (or a WITH clause).",
+            )
+        if isinstance(node, exp.Cast | exp.TryCast):
+            raise self.error(
+                "CAST is not supported.",
+                node,
+                clause=clause,
+                why="a cast can fail on some rows, and a failure that depends on the data leaks it.",
+                fix="compare with a literal of the column's own type.",
+            )
+        if isinstance(node, exp.Window):
+            raise self.error(
+                "window functions are not supported.",
+                node,
+                clause=clause,
+                why="a window function produces one value per row.",
+                fix="use GROUP BY and aggregates.",
+                privacy=True,
+            )
+        name = node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
+        raise self.error(f"{name} is not supported here.", node, clause=clause, fix=_FUNCTION_HELP)
+
+    def _func_args(
+        self, node: exp.Expr, name: str, clause: str, aggregate: AggregateHook | None
+    ) -> tuple[Expr, ...]:
+        raw: list[exp.Expr] = []
+        if isinstance(node.this, exp.Expr):
+            raw.append(node.this)
+        if name == "ROUND" and node.args.get("decimals") is not None:
+            raw.append(node.args["decimals"])
+        raw.extend(e for e in node.expressions if isinstance(e, exp.Expr))
+        if name == "TRIM" and (node.args.get("position") or node.args.get("expression")):
+            raise self.error(
+                "TRIM takes one argument here.", node, clause=clause, fix="write TRIM(column)."
+            )
+        low, high = FUNCTIONS[name]
+        if not low <= len(raw) <= high:
+            span = f"{low}" + (f" to {high}" if high != low else "")
+            raise self.error(
+                f"{name} takes {span} argument(s), got {len(raw)}.",
+                node,
+                clause=clause,
+                fix=f"check the call to {name}.",
+            )
+        return tuple(self._expr(a, clause, aggregate) for a in raw)
+
+    # -- types ----------------------------------------------------------------------------------
+
+    def type_of(self, expr: Expr, *, node: exp.Expr | None = None, clause: str = "WHERE") -> str:
+        """Infer a type; refuse mixes the engine would resolve by converting row values."""
+
+        def bad(what: str, fix: str) -> QueryError:
+            return self.error(
+                what,
+                node,
+                clause=clause,
+                why="the engine would have to convert row values, which can fail on some rows.",
+                fix=fix,
+            )
+
+        def comparable(a: str, b: str, a_expr: Expr, b_expr: Expr) -> bool:
+            if "null" in (a, b) or a == b or (a in NUMERIC and b in NUMERIC):
+                return True
+            # A date against a string literal: the literal is cast once, at planning time, so a
+            # malformed one fails for every dataset alike.
+            if {a, b} == {"date", "str"}:
+                return isinstance(a_expr if a == "str" else b_expr, Lit)
+            return False
+
+        def t(e: Expr) -> str:
+            return self.type_of(e, node=node, clause=clause)
+
+        match expr:
+            case Col(name=name):
+                return self.fields[name].type
+            case Lit(value=None):
+                return "null"
+            case Lit(value=bool()):
+                return "bool"
+            case Lit(value=int()):
+                return "int"
+            case Lit(value=float()):
+                return "float"
+            case Lit():
+                return "str"
+            case BinOp(op=op, left=left, right=right):
+                lt, rt = t(left), t(right)
+                if op in ("AND", "OR"):
+                    if not ({lt, rt} <= {"bool", "null"}):
+                        raise bad(
+                            f"{op} needs true/false operands.", "combine comparisons with AND/OR."
+                        )
+                    return "bool"
+                if op in COMPARE.values():
+                    if not comparable(lt, rt, left, right):
+                        raise bad(
+                            f"cannot compare a {lt} with a {rt} ({render(expr)}).",
+                            "compare values of the same type, e.g. quote a string: zip = '90210'.",
+                        )
+                    return "bool"
+                if op == "||":
+                    if not ({lt, rt} <= {"str", "null"}):
+                        raise bad("|| joins strings only.", "apply || to text columns.")
+                    return "str"
+                if not ({lt, rt} <= NUMERIC | {"null"}):
+                    raise bad(
+                        f"arithmetic {op} needs numbers, got {lt} and {rt}.", "use numeric columns."
+                    )
+                return "int" if {lt, rt} <= {"int", "null"} else "float"
+            case Not(operand=o):
+                if t(o) not in ("bool", "null"):
+                    raise bad("NOT needs a true/false operand.", "write NOT (condition).")
+                return "bool"
+            case Neg(operand=o):
+                ot = t(o)
+                if ot not in NUMERIC | {"null"}:
+                    raise bad("unary minus needs a number.", "negate numeric columns only.")
+                return ot
+            case IsNull(operand=o):
+                t(o)
+                return "bool"
+            case InList(operand=o, items=items):
+                ot = t(o)
+                for item in items:
+                    if not comparable(ot, t(item), o, item):
+                        raise bad(
+                            f"IN mixes a {ot} with a {t(item)}.",
+                            "list values of the column's type.",
+                        )
+                return "bool"
+            case Between(operand=o, low=lo, high=hi):
+                ot = t(o)
+                for side in (lo, hi):
+                    if not comparable(ot, t(side), o, side):
+                        raise bad(
+                            f"BETWEEN mixes a {ot} with a {t(side)}.",
+                            "use bounds of the column's type.",
+                        )
+                return "bool"
+            case Like(operand=o, pattern=p):
+                if t(o) not in ("str", "null") or t(p) not in ("str", "null"):
+                    raise bad(
+                        "LIKE applies to text.", "use LIKE on a text column with a quoted pattern."
+                    )
+                return "bool"
+            case Func(name=name, args=args):
+                return _func_type(name, [t(a) for a in args], bad)
+            case Case(whens=whens, default=default):
+                results = []
+                for cond, value in whens:
+                    if t(cond) not in ("bool", "null"):
+                        raise bad(
+                            "a CASE WHEN condition must be true/false.", "write WHEN x > 1 THEN ..."
+                        )
+                    results.append(t(value))
+                if default is not None:
+                    results.append(t(default))
+                return _common_type(results, bad)
+        raise AssertionError(f"unknown expression {expr!r}")
+
+
+_Bad = Callable[[str, str], QueryError]
+
+
+def _func_type(name: str, types: list[str], fail: _Bad) -> str:
+    if name in ("LOWER", "UPPER", "TRIM"):
+        if types[0] not in ("str", "null"):
+            raise fail(f"{name} needs text.", f"apply {name} to a text column.")
+        return "str"
+    if name == "LENGTH":
+        if types[0] not in ("str", "null"):
+            raise fail("LENGTH needs text.", "apply LENGTH to a text column.")
+        return "int"
+    if name in ("ABS", "FLOOR", "CEIL", "ROUND"):
+        if any(x not in NUMERIC | {"null"} for x in types):
+            raise fail(f"{name} needs numbers.", f"apply {name} to a numeric column.")
+        return "int" if types[0] == "int" else "float"
+    if name in ("YEAR", "MONTH", "DAY"):
+        if types[0] not in ("date", "null"):
+            raise fail(f"{name} needs a date.", f"apply {name} to a date column.")
+        return "int"
+    return _common_type(types, fail)
+
+
+def _common_type(types: list[str], bad: _Bad) -> str:
+    concrete = {t for t in types if t != "null"}
+    if not concrete:
+        return "null"
+    if concrete <= NUMERIC:
+        return "float" if "float" in concrete else "int"
+    if len(concrete) == 1:
+        return concrete.pop()
+    raise bad(
+        f"values of different types are mixed: {sorted(concrete)}.",
+        "make every branch the same type.",
+    )

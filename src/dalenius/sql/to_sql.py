@@ -1,0 +1,562 @@
+"""Compile a DP plan into the exact aggregate queries an engine runs.
+
+The generated SQL computes, per group, every measurement of the plan exactly: counts, and sums of
+values clipped to their public bounds, centred and rounded to a power-of-two grid, as integers (so
+the engine sums exactly, whatever the row order); and per-bin counts for private selections. It adds
+no noise: noise is drawn in Python from the OS generator after the exact values come back.
+
+Every relation becomes a subquery whose columns are the plan's unique field ids. A privacy unit
+given by an id column is bounded before aggregating (see :func:`bounded`). Expressions are made
+total: arithmetic in DOUBLE (no overflow), NULL-safe division, integer division truncating toward
+zero, so the query cannot fail on particular rows.
+
+Example:
+    >>> from fractions import Fraction as F
+    >>> from dalenius.plan.nodes import Measurement
+    >>> from dalenius.plan.expr import Col
+    >>> m = Measurement("m0", "sum", Col("age"), "int", (F(17), F(90)), F(0), F(1), 90, 90, F(1))
+    >>> print(Compiler({}).measurement(m).sql("duckdb"))
+    SUM(CAST(CASE WHEN "age" IS NULL THEN NULL ELSE LEAST(GREATEST("age", 17), 90) END AS BIGINT))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dalenius.core.catalog import Key
+from dalenius.plan.derive import FieldInfo, type_of
+from dalenius.plan.expr import (
+    Between,
+    BinOp,
+    Case,
+    Col,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    Not,
+)
+from dalenius.plan.nodes import (
+    AggCall,
+    DPQuery,
+    Filter,
+    Join,
+    Measurement,
+    Project,
+    Relation,
+    Scan,
+    UnitAggregate,
+    output_fields,
+)
+from dalenius.sql.dialects import (
+    double_arithmetic,
+    exact_sum,
+    keyed_hash,
+    modulo,
+    round_half,
+)
+
+_BINARY: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ,
+    "<>": exp.NEQ,
+    "<": exp.LT,
+    "<=": exp.LTE,
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "+": exp.Add,
+    "-": exp.Sub,
+    "*": exp.Mul,
+    "AND": exp.And,
+    "OR": exp.Or,
+    "||": exp.DPipe,
+}
+
+_FUNCS: dict[str, type[exp.Func]] = {
+    "LOWER": exp.Lower,
+    "UPPER": exp.Upper,
+    "LENGTH": exp.Length,
+    "TRIM": exp.Trim,
+    "FLOOR": exp.Floor,
+    "CEIL": exp.Ceil,
+    "YEAR": exp.Year,
+    "MONTH": exp.Month,
+    "DAY": exp.Day,
+}
+
+
+@dataclass(frozen=True)
+class ExactSQL:
+    """The exact queries of one plan: the main aggregate and one per histogram measurement.
+
+    Main result columns: the group keys in order, then one column per non-histogram measurement
+    named after it. Histogram result columns: the group keys, the bin index, the count.
+    """
+
+    main: str
+    histograms: tuple[tuple[str, str], ...]
+
+    def all(self) -> str:
+        """Every statement, for explain output."""
+        return ";\n".join([self.main, *(sql for _, sql in self.histograms)])
+
+
+def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> ExactSQL:
+    """The SQL that computes every measurement of ``plan`` exactly, per group.
+
+    ``salt`` keys the hash that picks which rows of a unit are kept; the engine draws it per query
+    from the OS generator, and all statements of one query share it (so they see the same rows).
+    """
+    query = plan.query
+    fields = output_fields(query.relation)
+    compiler = Compiler(
+        {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in fields}, dialect
+    )
+    relation = compiler.relation(query.relation, dialect)
+    keys = [compiler.expression(k.expr) for k in query.group_by]
+    conditions: list[exp.Expr] = []
+    for key, sql_key in zip(query.group_by, keys, strict=True):
+        if key.keys is not None:
+            conditions.append(
+                exp.In(this=sql_key.copy(), expressions=[_key_literal(v) for v in key.keys])
+            )
+    if query.unit.kind == "id":
+        relation = bounded(
+            relation,
+            unit=query.unit.field or "",
+            row_fields=[f.id for f in fields],
+            keys=keys,
+            max_rows=query.unit.max_rows,
+            max_groups=query.unit.max_groups,
+            dialect=dialect,
+            salt=salt,
+            conditions=conditions,
+        )
+        conditions = []
+    source = relation.subquery("__rows")
+
+    def grouped(select: list[exp.Expr], extra_group: list[exp.Expr], where: list[exp.Expr]) -> str:
+        q = exp.select(
+            *[exp.alias_(k.copy(), f"__k{i}") for i, k in enumerate(keys)], *select
+        ).from_(source.copy())
+        if conditions or where:
+            q = q.where(exp.and_(*[c.copy() for c in conditions], *where))
+        group = [k.copy() for k in keys] + extra_group
+        if group:
+            q = q.group_by(*group)
+        return q.sql(dialect=dialect)
+
+    scalars = [m for m in plan.measurements if m.kind != "histogram"]
+    columns = [exp.alias_(compiler.measurement(m), m.name) for m in scalars]
+    if not columns:
+        # Only selections (quantiles): the main query still lists the groups present.
+        columns = [exp.alias_(exp.Count(this=exp.Star()), "__rows")]
+    main = grouped(columns, [], [])
+    histograms = []
+    for m in plan.measurements:
+        if m.kind != "histogram":
+            continue
+        assert m.arg is not None
+        index = compiler.bin_index(m)
+        sql = grouped(
+            [exp.alias_(index, "__bin"), exp.alias_(exp.Count(this=exp.Star()), m.name)],
+            [index.copy()],
+            [exp.Not(this=exp.Is(this=compiler.expression(m.arg), expression=exp.Null()))],
+        )
+        histograms.append((m.name, sql))
+    return ExactSQL(main=main, histograms=tuple(histograms))
+
+
+def bounded(
+    relation: exp.Select,
+    *,
+    unit: str,
+    row_fields: list[str],
+    keys: list[exp.Expr],
+    max_rows: int,
+    max_groups: int,
+    dialect: str,
+    salt: int,
+    conditions: list[exp.Expr],
+) -> exp.Select:
+    """Keep at most ``max_groups`` groups and ``max_rows`` rows of each privacy unit.
+
+    Which groups and rows are kept is decided by ranking a keyed hash of the group key and of the
+    row's content. The key (``salt``) is drawn per query, so the choice favours no data value, and
+    it depends only on the unit's own rows, so removing one unit changes no other unit's selection.
+    Rows with a NULL id belong to no known unit and are left out; so are rows outside the public
+    keys, before ranking, so that they do not use up a unit's quota.
+    """
+    unit_col = _col(unit)
+    where = [exp.Not(this=exp.Is(this=unit_col.copy(), expression=exp.Null())), *conditions]
+    base = exp.select(exp.Star()).from_(relation.subquery("__in")).where(exp.and_(*where))
+    current: exp.Expr = base.subquery("__filtered")
+    rank_filter: exp.Expr | None = None
+    if keys:
+        group_rank = exp.Window(
+            this=exp.Anonymous(this="DENSE_RANK"),
+            partition_by=[unit_col.copy()],
+            order=exp.Order(
+                expressions=[exp.Ordered(this=keyed_hash(dialect, salt, [k.copy() for k in keys]))]
+                + [exp.Ordered(this=k.copy()) for k in keys]
+            ),
+        )
+        ranked = exp.select(exp.Star(), exp.alias_(group_rank, "__group_rank")).from_(current)
+        current = ranked.subquery("__grouped")
+        rank_filter = exp.LTE(
+            this=exp.column("__group_rank"), expression=exp.Literal.number(max_groups)
+        )
+    row_rank = exp.Window(
+        this=exp.Anonymous(this="ROW_NUMBER"),
+        partition_by=[unit_col.copy()],
+        order=exp.Order(
+            expressions=[
+                exp.Ordered(this=keyed_hash(dialect, salt + 1, [_col(f) for f in row_fields]))
+            ]
+        ),
+    )
+    rows = exp.select(exp.Star(), exp.alias_(row_rank, "__row_rank")).from_(current)
+    if rank_filter is not None:
+        rows = rows.where(rank_filter)
+    capped = exp.select(exp.Star()).from_(rows.subquery("__ranked"))
+    return capped.where(
+        exp.LTE(this=exp.column("__row_rank"), expression=exp.Literal.number(max_rows))
+    )
+
+
+class Compiler:
+    """Compiles plan expressions, relations and measurements, knowing each field's type."""
+
+    def __init__(self, fields: Mapping[str, FieldInfo], dialect: str = "duckdb") -> None:
+        self.fields = dict(fields)
+        self.dialect = dialect
+
+    # -- relations --------------------------------------------------------------------------------
+
+    def relation(self, relation: Relation, dialect: str) -> exp.Select:
+        """A SELECT whose columns are the relation's field ids."""
+        match relation:
+            case Scan(table=table, fields=fs):
+                cols = [exp.alias_(_col(f.name), f.id, quoted=True) for f in fs]
+                return exp.select(*cols).from_(exp.to_table(_quoted(table)))
+            case Filter(child=child, predicate=predicate):
+                inner = self.relation(child, dialect)
+                return (
+                    exp.select(exp.Star())
+                    .from_(inner.subquery("__f"))
+                    .where(self.expression(predicate))
+                )
+            case Project(child=child, fields=fs, exprs=exprs):
+                inner = self.relation(child, dialect)
+                self._learn(child)
+                cols = [
+                    exp.alias_(self.expression(e), f.id, quoted=True)
+                    for f, e in zip(fs, exprs, strict=True)
+                ]
+                return exp.select(*cols).from_(inner.subquery("__p"))
+            case Join(left=left, right=right, left_key=lk, right_key=rk, kind=kind):
+                lsql, rsql = self.relation(left, dialect), self.relation(right, dialect)
+                on = exp.EQ(this=_col(lk), expression=_col(rk))
+                return (
+                    exp.select(exp.Star())
+                    .from_(lsql.subquery("__l"))
+                    .join(
+                        rsql.subquery("__r"), on=on, join_type="LEFT" if kind == "left" else "INNER"
+                    )
+                )
+            case UnitAggregate(child=child, unit_field=unit, fields=fs, aggregates=aggs, keys=keys):
+                inner = self.relation(child, dialect)
+                self._learn(child)
+                unit_out, *rest = fs
+                key_fields, value_fields = rest[: len(keys)], rest[len(keys) :]
+                cols = [exp.alias_(_col(unit), unit_out.id, quoted=True)]
+                cols += [
+                    exp.alias_(self.expression(k), f.id, quoted=True)
+                    for f, k in zip(key_fields, keys, strict=True)
+                ]
+                cols += [
+                    exp.alias_(self.unit_aggregate(a), f.id, quoted=True)
+                    for f, a in zip(value_fields, aggs, strict=True)
+                ]
+                group = [_col(unit), *[self.expression(k) for k in keys]]
+                q = (
+                    exp.select(*cols)
+                    .from_(inner.subquery("__u"))
+                    .where(exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null())))
+                )
+                return q.group_by(*group)
+        raise AssertionError(f"unknown relation {relation!r}")
+
+    def _learn(self, relation: Relation) -> None:
+        for f in output_fields(relation):
+            self.fields.setdefault(f.id, FieldInfo(f.type, f.bounds, f.keys, f.nullable))
+
+    def unit_aggregate(self, agg: AggCall) -> exp.Expr:
+        """A per-unit aggregate, clamped to its bounds so the outer query sees bounded values."""
+        arg = self.clipped_arg(agg.arg) if agg.arg is not None else None
+        if agg.func == "count":
+            value: exp.Expr = exp.Count(this=exp.Star() if arg is None else arg)
+        elif agg.func == "sum":
+            assert agg.arg is not None and arg is not None
+            value = exact_sum(arg, self.dialect) if self._is_int(agg.arg) else exp.Sum(this=arg)
+        elif agg.func == "avg":
+            value = exp.Avg(this=_double(arg)) if arg is not None else exp.Null()
+        elif agg.func == "min":
+            value = exp.Min(this=arg)
+        else:
+            value = exp.Max(this=arg)
+        assert agg.bounds is not None
+        return _clip(value, agg.bounds[0], agg.bounds[1])
+
+    # -- measurements -----------------------------------------------------------------------------
+
+    def clipped_arg(self, arg: Expr) -> exp.Expr:
+        """An aggregate's argument with every bounded column clipped to its bounds first."""
+        return self.expression(arg, clip=True)
+
+    def bounded_arg(self, arg: Expr, low: Fraction, high: Fraction) -> exp.Expr:
+        """``arg`` (columns clipped) clipped to ``[low, high]`` — once, for a plain bounded column."""
+        if isinstance(arg, Col):
+            info = self.fields.get(arg.name)
+            if info is not None and info.bounds == (low, high):
+                return self.clipped_arg(arg)
+        return _clip(self.clipped_arg(arg), low, high)
+
+    def measurement(self, m: Measurement) -> exp.Expr:
+        """The exact aggregate for one measurement (an integer in grid units)."""
+        if m.kind == "count":
+            return exp.Count(this=exp.Star() if m.arg is None else self.expression(m.arg))
+        if m.kind == "count_distinct":
+            assert m.arg is not None
+            return exp.Count(this=exp.Distinct(expressions=[self.expression(m.arg)]))
+        assert m.bounds is not None and m.arg is not None
+        low, high = m.bounds
+        clipped = self.bounded_arg(m.arg, low, high)
+        scale = 1 / m.granularity
+        offset = m.center / m.granularity
+        exact_ints = m.arg_type == "int" and all(b.denominator == 1 for b in m.bounds)
+        if m.kind == "sum":
+            if exact_ints and scale.denominator == 1 and offset.denominator == 1:
+                units: exp.Expr = exp.cast(clipped, exp.DataType.Type.BIGINT)
+                if scale != 1:
+                    units = exp.Mul(this=units, expression=_number(scale))
+                if offset:
+                    units = exp.Sub(this=units, expression=_number(offset))
+                return exact_sum(units, self.dialect)
+            shifted = exp.Sub(
+                this=exp.Mul(this=_double(clipped), expression=_number(scale)),
+                expression=_number(offset),
+            )
+            return exact_sum(
+                _clip(_half_up(shifted), Fraction(-m.row_units), Fraction(m.row_units)),
+                self.dialect,
+            )
+        # Sum of squares of the centred value.
+        if exact_ints and (2 * m.center).denominator == 1 and m.granularity in (1, Fraction(1, 4)):
+            doubled = m.granularity == Fraction(1, 4)
+            base: exp.Expr = exp.cast(clipped, exp.DataType.Type.BIGINT)
+            if doubled:
+                base = exp.Mul(this=base, expression=exp.Literal.number(2))
+            centre = 2 * m.center if doubled else m.center
+            diff = exp.Paren(this=exp.Sub(this=base, expression=_number(centre)))
+            return exact_sum(exp.Mul(this=diff, expression=diff.copy()), self.dialect)
+        diff = exp.Paren(this=exp.Sub(this=_double(clipped), expression=_number(m.center)))
+        square = exp.Mul(
+            this=exp.Mul(this=diff, expression=diff.copy()), expression=_number(1 / m.granularity)
+        )
+        return exact_sum(_clip(_half_up(square), Fraction(0), Fraction(m.row_units)), self.dialect)
+
+    def bin_index(self, m: Measurement) -> exp.Expr:
+        """The bin of a histogram measurement each row falls in (0 … bins − 1)."""
+        assert m.bounds is not None and m.arg is not None
+        low, high = m.bounds
+        clipped = self.bounded_arg(m.arg, low, high)
+        bins = len(m.edges) - 1
+        width = m.edges[1] - m.edges[0]
+        if width == 1 and m.arg_type == "int":
+            index: exp.Expr = exp.Sub(
+                this=exp.cast(clipped, exp.DataType.Type.BIGINT), expression=_number(low)
+            )
+        else:
+            scaled = exp.Div(
+                this=exp.Paren(this=exp.Sub(this=_double(clipped), expression=_number(low))),
+                expression=_number(width),
+            )
+            index = exp.cast(exp.Floor(this=scaled), exp.DataType.Type.BIGINT)
+        return _clip(index, Fraction(0), Fraction(bins - 1))
+
+    # -- expressions ------------------------------------------------------------------------------
+
+    def expression(self, expr: Expr, *, clip: bool = False) -> exp.Expr:
+        """Compile a plan expression (total: it never fails on a row).
+
+        With ``clip``, every column that has public bounds is clipped to them (inside aggregates).
+        """
+
+        def sub(e: Expr) -> exp.Expr:
+            return self.expression(e, clip=clip)
+
+        match expr:
+            case Col(name=name):
+                info = self.fields.get(name)
+                if (
+                    clip
+                    and info is not None
+                    and info.bounds is not None
+                    and info.type in ("int", "float")
+                ):
+                    return _clip(_col(name), info.bounds[0], info.bounds[1])
+                return _col(name)
+            case Lit(value=None):
+                return exp.Null()
+            case Lit(value=bool(v)):
+                return exp.Boolean(this=v)
+            case Lit(value=str(v)):
+                return exp.Literal.string(v)
+            case Lit(value=int(v)):
+                return exp.Literal.number(v)
+            case Lit(value=float(v)):
+                return exp.Literal.number(repr(v))
+            case BinOp(op="/", left=left, right=right):
+                quotient = double_arithmetic(
+                    "/",
+                    _double(sub(left)),
+                    exp.Nullif(this=_double(sub(right)), expression=exp.Literal.number(0)),
+                    self.dialect,
+                )
+                if self._is_int(left) and self._is_int(right):
+                    # Integer division truncates toward zero (PostgreSQL semantics).
+                    return exp.Case(
+                        ifs=[
+                            exp.If(
+                                this=exp.GTE(this=quotient, expression=exp.Literal.number(0)),
+                                true=exp.Floor(this=quotient.copy()),
+                            )
+                        ],
+                        default=exp.Ceil(this=quotient.copy()),
+                    )
+                return quotient
+            case BinOp(op="%", left=left, right=right):
+                return modulo(
+                    sub(left),
+                    exp.Nullif(this=sub(right), expression=exp.Literal.number(0)),
+                    self.dialect,
+                    floats=not (self._is_int(left) and self._is_int(right)),
+                )
+            case BinOp(op=op, left=left, right=right) if op in ("+", "-", "*"):
+                return double_arithmetic(op, _double(sub(left)), _double(sub(right)), self.dialect)
+            case BinOp(op=op, left=left, right=right):
+                return exp.Paren(this=_BINARY[op](this=sub(left), expression=sub(right)))
+            case Not(operand=o):
+                return exp.Not(this=exp.Paren(this=sub(o)))
+            case Neg(operand=o):
+                return exp.Neg(this=exp.Paren(this=_double(sub(o))))
+            case IsNull(operand=o, negated=neg):
+                is_null = exp.Is(this=sub(o), expression=exp.Null())
+                return exp.Not(this=is_null) if neg else is_null
+            case InList(operand=o, items=items, negated=neg):
+                in_list = exp.In(this=sub(o), expressions=[sub(i) for i in items])
+                return _negated(in_list) if neg else in_list
+            case Between(operand=o, low=lo, high=hi, negated=neg):
+                between = exp.Between(this=sub(o), low=sub(lo), high=sub(hi))
+                return _negated(between) if neg else between
+            case Like(operand=o, pattern=p, negated=neg, case_insensitive=ci):
+                like: exp.Expr = (exp.ILike if ci else exp.Like)(this=sub(o), expression=sub(p))
+                return _negated(like) if neg else like
+            case Func(name="ABS", args=args):
+                return exp.Abs(this=_double(sub(args[0])))
+            case Func(name="ROUND", args=args):
+                return round_half(
+                    sub(args[0]),
+                    sub(args[1]) if len(args) > 1 else None,
+                    self.dialect,
+                    floats=not self._is_int(args[0]),
+                )
+            case Func(name="COALESCE", args=args):
+                return exp.Coalesce(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
+            case Func(name="LEAST", args=args):
+                return exp.Least(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
+            case Func(name="GREATEST", args=args):
+                return exp.Greatest(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
+            case Func(name=name, args=args):
+                call: exp.Expr = _FUNCS[name](this=sub(args[0]))
+                return call
+            case Case(whens=whens, default=default):
+                case = exp.Case()
+                for cond, value in whens:
+                    case = case.when(sub(cond), sub(value))
+                if default is not None:
+                    case = case.else_(sub(default))
+                return case
+        raise AssertionError(f"unknown expression node {expr!r}")
+
+    def _is_int(self, expr: Expr) -> bool:
+        try:
+            return type_of(expr, self.fields) in ("int", "null")
+        except KeyError:
+            return False
+
+
+def _clip(value: exp.Expr, low: Fraction, high: Fraction) -> exp.Expr:
+    """``value`` clipped to ``[low, high]``, NULL staying NULL.
+
+    Engines' GREATEST/LEAST skip NULL arguments (``GREATEST(NULL, 0)`` is 0), which would count a
+    missing value as the lower bound; the explicit guard keeps aggregates over non-NULL values.
+    """
+    inner = exp.Least(
+        this=exp.Greatest(this=value.copy(), expressions=[_number(low)], ignore_nulls=True),
+        expressions=[_number(high)],
+        ignore_nulls=True,
+    )
+    is_null = exp.Is(this=value.copy(), expression=exp.Null())
+    return exp.Case(ifs=[exp.If(this=is_null, true=exp.Null())], default=inner)
+
+
+def _half_up(value: exp.Expr) -> exp.Expr:
+    """FLOOR(x + 0.5) as a BIGINT, the same on every engine.
+
+    Engines round halves differently (away from zero, to even) and the exact answer must be
+    bit-identical everywhere; |x| <= 2**31, so x + 0.5 is exact.
+    """
+    return exp.cast(
+        exp.Floor(this=exp.Add(this=value, expression=exp.Literal.number("0.5"))),
+        exp.DataType.Type.BIGINT,
+    )
+
+
+def _negated(node: exp.Expr) -> exp.Expr:
+    return exp.Not(this=exp.Paren(this=node))
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _col(name: str) -> exp.Column:
+    return exp.Column(this=exp.to_identifier(name, quoted=True))
+
+
+def _double(node: exp.Expr) -> exp.Expr:
+    return exp.cast(node, exp.DataType.Type.DOUBLE)
+
+
+def _number(x: Fraction) -> exp.Expr:
+    if x.denominator == 1:
+        node: exp.Expr = exp.Literal.number(abs(x.numerator))
+    else:
+        node = exp.Literal.number(repr(float(abs(x))))
+    return exp.Neg(this=node) if x < 0 else node
+
+
+def _key_literal(value: Key) -> exp.Expr:
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int | float):
+        return exp.Literal.number(repr(value) if isinstance(value, float) else value)
+    return exp.Literal.string(str(value))

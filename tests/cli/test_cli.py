@@ -1,0 +1,174 @@
+"""The ``dalenius`` command: help for every command, tables and JSON, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dalenius.cli.main import build_parser, main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", ["query", "explain", "budget", "ledger", "demo"])
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([command, "--help"])
+    assert info.value.code == 0
+    assert "usage: dalenius" in capsys.readouterr().out
+
+
+def test_top_level_help_lists_commands() -> None:
+    text = build_parser().format_help()
+    for command in ("query", "explain", "budget", "ledger", "demo"):
+        assert command in text
+
+
+def test_query_json(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = str(tmp_path / "l.sqlite")
+    code, out, _ = run(
+        capsys,
+        "query",
+        "--catalog",
+        str(adult_catalog_path),
+        "--ledger",
+        ledger,
+        "--budget",
+        "1",
+        "--epsilon",
+        "0.5",
+        "--json",
+        "SELECT sex, COUNT(*) FROM adult GROUP BY sex",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["columns"] == ["sex", "COUNT(*)"]
+    assert [row[0]["value"] for row in doc["rows"]] == ["Female", "Male", "Unknown"]
+    cell = doc["rows"][0][1]
+    assert cell["low"] <= cell["value"] <= cell["high"]
+    assert doc["loss"]["epsilon"] == 0.5
+    assert doc["remaining"]["epsilon"] == 0.5
+
+
+def test_query_table_output(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = str(tmp_path / "l.sqlite")
+    code, out, _ = run(
+        capsys,
+        "query",
+        "--catalog",
+        str(adult_catalog_path),
+        "--ledger",
+        ledger,
+        "--budget",
+        "1",
+        "--epsilon",
+        "0.1",
+        "SELECT COUNT(*) FROM adult WHERE age >= 40",
+    )
+    assert code == 0
+    assert "COUNT(*)" in out and "95% interval" in out and "remaining: ε=0.9" in out
+
+
+def test_explain_spends_nothing_and_needs_no_budget(
+    adult_catalog_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "explain",
+        "--catalog",
+        str(adult_catalog_path),
+        "--epsilon",
+        "1",
+        "SELECT education, AVG(age) FROM adult GROUP BY education",
+    )
+    assert code == 0
+    assert "SUM(age - 48.5)" in out and "Total cost: ε=1" in out
+
+
+def test_user_errors_exit_2_with_clause_and_fix(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = str(tmp_path / "l.sqlite")
+    code, out, err = run(
+        capsys,
+        "query",
+        "--catalog",
+        str(adult_catalog_path),
+        "--ledger",
+        ledger,
+        "--budget",
+        "1",
+        "--epsilon",
+        "0.1",
+        "SELECT * FROM adult",
+    )
+    assert code == 2 and out == ""
+    assert "SELECT: SELECT * returns individual rows" in err and "Fix:" in err
+
+
+@pytest.mark.parametrize("epsilon", ["0", "-1", "nan", "inf", "abc"])
+def test_bad_epsilon(
+    adult_catalog_path: Path, epsilon: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys,
+        "explain",
+        "--catalog",
+        str(adult_catalog_path),
+        "--epsilon",
+        epsilon,
+        "--json",
+        "SELECT COUNT(*) FROM adult",
+    )
+    assert code == 2
+    assert json.loads(out)["error"]["code"] == "invalid_loss"
+
+
+def test_budget_refusal_shows_numbers(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = str(tmp_path / "l.sqlite")
+    base = ["query", "--catalog", str(adult_catalog_path), "--ledger", ledger]
+    assert (
+        run(capsys, *base, "--budget", "1", "--epsilon", "0.75", "SELECT COUNT(*) FROM adult")[0]
+        == 0
+    )
+    code, _, err = run(capsys, *base, "--epsilon", "0.5", "SELECT SUM(age) FROM adult")
+    assert code == 2
+    assert "requested epsilon = 0.5, remaining 0.25, short by 0.25" in err
+
+
+def test_missing_budget_explains_itself(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(
+        capsys,
+        "query",
+        "--catalog",
+        str(adult_catalog_path),
+        "--ledger",
+        str(tmp_path / "x.sqlite"),
+        "--epsilon",
+        "0.1",
+        "SELECT COUNT(*) FROM adult",
+    )
+    assert code == 2 and "no budget is recorded" in err and "budget" in err
+
+
+def test_installed_script_runs() -> None:
+    script = shutil.which("dalenius") or str(Path(sys.executable).parent / "dalenius")
+    done = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("dalenius ")

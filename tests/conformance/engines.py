@@ -1,0 +1,104 @@
+"""Run one catalog on every engine: DuckDB as written, Spark over the same files, PostgreSQL after
+loading those files with COPY into a fresh schema of the ``test`` database.
+
+A test catalog names CSV files (the shared data and small fixtures); the variants for the other
+engines are the same catalog with another engine and, for PostgreSQL, ``postgres`` sources.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from dalenius.core.catalog import Catalog, Source, Table
+from dalenius.engine.session import Session
+from dalenius.executors.base import Executor
+from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.ledger.base import open_ledger
+
+ENGINES = ("duckdb", "postgres", "spark")
+POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+"""The test server: trust authentication, database ``test``."""
+
+PG_TYPES = {
+    "int": "bigint",
+    "float": "double precision",
+    "str": "text",
+    "bool": "boolean",
+    "date": "date",
+}
+
+
+def session_for(catalog: Catalog, executor: Executor) -> Session:
+    """A session with an in-memory ledger (the conformance tests draw no noise)."""
+    return Session(catalog, ledger=open_ledger(None), executor=executor)
+
+
+def spark_variant(catalog: Catalog) -> Catalog:
+    """The same catalog, computed by Spark over the same files."""
+    return replace(catalog, engine="spark")
+
+
+def postgres_variant(catalog: Catalog, schema: str) -> Catalog:
+    """The same catalog over the tables :func:`load_into_postgres` made in ``schema``."""
+    tables = tuple(
+        replace(t, source=Source("postgres", POSTGRES_ADMIN_URL, table=f"{schema}.{t.name}"))
+        for t in catalog.tables
+    )
+    return replace(catalog, engine="postgres", tables=tables)
+
+
+def load_into_postgres(
+    catalog: Catalog, schema: str, *, as_text: Iterable[str] = (), connection: object
+) -> None:
+    """COPY every table's CSV file into ``schema.<table>``.
+
+    Declared columns get the PostgreSQL type of their catalog type, except the tables named in
+    ``as_text``, whose columns are all ``text`` (the executor then converts them with the guarded
+    grammar, as DuckDB converts CSV text). Undeclared CSV columns are loaded as ``text``.
+    """
+    import psycopg
+
+    assert isinstance(connection, psycopg.Connection)
+    text_tables = set(as_text)
+    for table in catalog.tables:
+        path = Path(table.source.location)
+        with path.open(newline="", encoding="utf-8") as handle:
+            header = next(csv.reader(handle))
+        columns = []
+        for name in header:
+            declared = table.column(name)
+            pg_type = "text"
+            if declared is not None and table.name not in text_tables:
+                pg_type = PG_TYPES[declared.type]
+            columns.append(f'"{name}" {pg_type}')
+        qualified = f'"{schema}"."{table.name}"'
+        connection.execute(f"CREATE TABLE {qualified} ({', '.join(columns)})")
+        with (
+            connection.cursor() as cur,
+            cur.copy(f"COPY {qualified} FROM STDIN (FORMAT csv, HEADER true)") as copy,
+            path.open("rb") as data,
+        ):
+            while chunk := data.read(1 << 20):
+                copy.write(chunk)
+        connection.execute(f"ANALYZE {qualified}")
+
+
+def fresh_schema() -> str:
+    """A schema name no other test run uses."""
+    return f"dalenius_conformance_{os.getpid()}_{os.urandom(4).hex()}"
+
+
+def duckdb_executor(catalog: Catalog) -> Executor:
+    """The reference executor."""
+    return DuckDBExecutor(catalog)
+
+
+def table_named(catalog: Catalog, name: str) -> Table:
+    """The catalog's table called ``name`` (fails loudly if absent)."""
+    table = catalog.table(name)
+    assert table is not None, name
+    return table

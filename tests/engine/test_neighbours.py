@@ -1,0 +1,193 @@
+"""Neighbouring datasets: removing one privacy unit moves each exact measurement by at most the
+sensitivity the plan charges — for every aggregate and every join form.
+
+The removed unit is adversarial: many rows, in many groups, with extreme values and many join
+partners. Each query runs several times with fresh hash keys, since contribution bounding's choice
+of rows must respect the bound whatever it keeps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.support.exact import exact_data
+
+from dalenius.core.catalog import load_catalog
+from dalenius.engine.session import Session
+from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.ledger.base import open_ledger
+
+CATALOG = """
+[dataset]
+name = "neighbours"
+
+[tables.people]
+source = {{ csv = "people.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 3, max_groups = 2 }}
+
+[tables.people.columns]
+pid = {{ type = "int" }}
+day = {{ type = "str", keys = ["mon", "tue", "wed", "thu", "fri"] }}
+shop = {{ type = "str" }}
+amount = {{ type = "float", bounds = [0, 100] }}
+items = {{ type = "int", bounds = [0, 10] }}
+
+[tables.accounts]
+source = {{ csv = "accounts.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 3, max_groups = 2 }}
+
+[tables.accounts.columns]
+pid = {{ type = "int" }}
+balance = {{ type = "int", bounds = [-50, 50] }}
+
+[tables.shops]
+source = {{ csv = "shops.csv" }}
+public = true
+
+[tables.shops.columns]
+shop = {{ type = "str" }}
+region = {{ type = "str", keys = ["north", "south"] }}
+"""
+
+DAYS = ["mon", "tue", "wed", "thu", "fri"]
+SHOPS = [f"s{i}" for i in range(6)]
+
+
+def write(folder: Path, people: pd.DataFrame, accounts: pd.DataFrame) -> Session:
+    folder.mkdir()
+    people.to_csv(folder / "people.csv", index=False)
+    accounts.to_csv(folder / "accounts.csv", index=False)
+    # Each shop appears in two regions: a join partner that doubles rows.
+    pd.DataFrame({"shop": SHOPS * 2, "region": ["north"] * 6 + ["south"] * 6}).to_csv(
+        folder / "shops.csv", index=False
+    )
+    (folder / "cat.toml").write_text(CATALOG.format())
+    catalog = load_catalog(folder / "cat.toml")
+    return Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Session, Session]:
+    rng = np.random.Generator(np.random.PCG64(11))  # test data only, not noise
+    n = 300
+    people = pd.DataFrame(
+        {
+            "pid": np.arange(2, n + 2).repeat(2),
+            "day": rng.choice(DAYS, 2 * n),
+            "shop": rng.choice(SHOPS, 2 * n),
+            "amount": rng.uniform(-10, 120, 2 * n).round(2),
+            "items": rng.integers(-3, 14, 2 * n),
+        }
+    )
+    heavy = pd.DataFrame(
+        {
+            "pid": 1,
+            "day": np.tile(DAYS, 12),
+            "shop": np.tile(SHOPS, 10),
+            "amount": 1e6,
+            "items": 1000,
+        }
+    )
+    accounts = pd.DataFrame({"pid": np.arange(2, n + 2), "balance": rng.integers(-80, 80, n)})
+    heavy_acc = pd.DataFrame({"pid": [1] * 9, "balance": [10**6] * 9})
+    base = tmp_path_factory.mktemp("neighbours")
+    with_unit = write(base / "with", pd.concat([people, heavy]), pd.concat([accounts, heavy_acc]))
+    without = write(base / "without", people, accounts)
+    return with_unit, without
+
+
+QUERIES = [
+    ("count", "SELECT COUNT(*) FROM people", None),
+    ("count-col", "SELECT COUNT(amount) FROM people", None),
+    ("count-distinct-unit", "SELECT day, COUNT(DISTINCT pid) FROM people GROUP BY day", None),
+    ("count-distinct-value", "SELECT day, COUNT(DISTINCT shop) FROM people GROUP BY day", None),
+    ("sum-float", "SELECT day, SUM(amount) FROM people GROUP BY day", None),
+    ("sum-int", "SELECT SUM(items) FROM people", None),
+    ("avg", "SELECT day, AVG(amount) FROM people GROUP BY day", None),
+    ("var", "SELECT day, VAR_SAMP(items), STDDEV_POP(amount) FROM people GROUP BY day", None),
+    (
+        "quantiles",
+        "SELECT day, MEDIAN(amount), MIN(items), MAX(items), QUANTILE(amount, 0.9) FROM people GROUP BY day",
+        None,
+    ),
+    ("expression", "SELECT SUM(CASE WHEN amount > 50 THEN items ELSE 0 END) FROM people", None),
+    ("private-keys", "SELECT shop, COUNT(*), AVG(amount) FROM people GROUP BY shop", 1e-6),
+    ("derived-keys", "SELECT items / 5 AS b, COUNT(*) FROM people GROUP BY b", None),
+    (
+        "join-public",
+        "SELECT s.region, COUNT(*), SUM(p.amount) FROM people p JOIN shops s ON p.shop = s.shop GROUP BY s.region",
+        None,
+    ),
+    (
+        "left-join-public",
+        "SELECT COUNT(s.region), SUM(p.items) FROM people p LEFT JOIN shops s ON p.shop = s.shop",
+        None,
+    ),
+    (
+        "join-private-on-unit",
+        "SELECT p.day, COUNT(*), SUM(a.balance) FROM people p JOIN accounts a ON p.pid = a.pid GROUP BY p.day",
+        None,
+    ),
+    (
+        "cte",
+        "WITH t AS (SELECT pid, day, amount * 2 AS a2 FROM people WHERE items > 0) SELECT day, AVG(a2) FROM t GROUP BY day",
+        None,
+    ),
+    (
+        "per-unit",
+        "SELECT AVG(n), SUM(s) FROM (SELECT pid, COUNT(*) AS n, SUM(amount) AS s FROM people GROUP BY pid) t",
+        None,
+    ),
+    (
+        "per-unit-grouped",
+        "SELECT n, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM people GROUP BY pid) t GROUP BY n",
+        None,
+    ),
+    (
+        "bigquery",
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, max_groups_contributed = 2) "
+        "day, COUNT(*), SUM(items, contribution_bounds_per_group => (0, 20)), AVG(amount) FROM people GROUP BY day",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "sql", "delta"), QUERIES, ids=[q[0] for q in QUERIES])
+def test_removing_one_unit_respects_the_charged_sensitivity(
+    pair: tuple[Session, Session], name: str, sql: str, delta: float | None
+) -> None:
+    with_unit, without = pair
+    for salt in (1, 2**40 + 7, 12345, 2**61 - 1):
+        # The same hash key on both sides: the bound holds for each key the engine may draw.
+        plan, a = exact_data(with_unit, sql, 1, delta, salt=salt)
+        _, b = exact_data(without, sql, 1, delta, salt=salt)
+        groups = sorted(set(a.groups) | set(b.groups), key=repr)
+        ia = {g: i for i, g in enumerate(a.groups)}
+        ib = {g: i for i, g in enumerate(b.groups)}
+        for m in plan.measurements:
+            if m.kind == "histogram":
+                va = np.array(
+                    [
+                        a.histograms[m.name][ia[g]] if g in ia else 0 * a.histograms[m.name][0]
+                        for g in groups
+                    ]
+                )
+                vb = np.array(
+                    [
+                        b.histograms[m.name][ib[g]] if g in ib else 0 * b.histograms[m.name][0]
+                        for g in groups
+                    ]
+                )
+            else:
+                va = np.array([a.scalars[m.name][ia[g]] if g in ia else 0 for g in groups])
+                vb = np.array([b.scalars[m.name][ib[g]] if g in ib else 0 for g in groups])
+            l1 = int(np.abs(va.astype(object) - vb.astype(object)).sum())
+            assert l1 <= m.sensitivity_units, (name, m.describe(), l1, m.sensitivity_units)
+        if plan.selection is not None:
+            # A new group may appear with a count of at most one unit's contribution.
+            new = set(a.groups) - set(b.groups)
+            sel = a.scalars[plan.selection.measurement]
+            assert len(new) <= 2 and all(sel[ia[g]] <= 3 for g in new)

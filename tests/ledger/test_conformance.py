@@ -1,0 +1,470 @@
+"""The conformance suite: every ledger store (memory, SQLite, PostgreSQL) behaves the same."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from fractions import Fraction
+
+import pytest
+
+from dalenius.core.errors import BudgetExceededError, ConfigurationError, InternalError
+from dalenius.core.loss import ZCDP, ApproxDP, PureDP
+from dalenius.ledger import (
+    CachedAnswer,
+    ChargeRequest,
+    Ledger,
+    RequestInProgressError,
+    Reservation,
+)
+
+Charge = Callable[..., ChargeRequest]
+F = Fraction
+
+
+def reserve(ledger: Ledger, request: ChargeRequest) -> Reservation:
+    outcome = ledger.reserve(request)
+    assert isinstance(outcome, Reservation), outcome
+    return outcome
+
+
+def answer(value: int) -> str:
+    return json.dumps({"count": value})
+
+
+# -- budgets ---------------------------------------------------------------------------------
+
+
+def test_unknown_budget_is_none_and_nothing_remains(ledger: Ledger) -> None:
+    assert ledger.get_budget("alice", "adult") is None
+    assert ledger.remaining("alice", "adult") == PureDP(F(0))
+    assert ledger.spent("alice", "adult") == PureDP(F(0))
+
+
+def test_set_budget_registers_the_dataset_with_the_cap_type(ledger: Ledger) -> None:
+    ledger.set_budget("alice", "adult", ZCDP(F(1, 2)), refresh_days=7)
+    assert ledger.get_budget("alice", "adult") == ZCDP(F(1, 2))
+    [info] = ledger.datasets()
+    assert (info.name, info.definition, info.total_cap) == ("adult", "zcdp", None)
+    [budget] = ledger.budgets()
+    assert (budget.principal, budget.refresh_days) == ("alice", 7)
+
+
+def test_budget_can_be_changed_and_keeps_its_period_anchor(ledger: Ledger, clock) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)), refresh_days=30)
+    anchor = ledger.budgets()[0].anchor
+    clock.advance(days=3)
+    ledger.set_budget("alice", "adult", PureDP(F(2)), refresh_days=30)
+    [budget] = ledger.budgets()
+    assert budget.cap == PureDP(F(2))
+    assert budget.anchor == anchor
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"principal": ""},
+        {"dataset": "  "},
+        {"refresh_days": 0},
+        {"refresh_days": True},
+        {"cap": 1.0},
+    ],
+)
+def test_bad_budget_arguments_are_refused(ledger: Ledger, bad: dict[str, object]) -> None:
+    args: dict[str, object] = {"principal": "alice", "dataset": "adult", "cap": PureDP(F(1))}
+    args.update(bad)
+    refresh = args.pop("refresh_days", None)
+    with pytest.raises(ConfigurationError):
+        ledger.set_budget(
+            args["principal"],
+            args["dataset"],
+            args["cap"],
+            refresh_days=refresh,  # type: ignore[arg-type]
+        )
+    assert ledger.budgets() == []
+
+
+# -- reserve / commit / rollback --------------------------------------------------------------
+
+
+def test_reserve_commit_charges_exactly_and_records_the_answer(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    request = charge(epsilon=F(1, 3))
+    reservation = reserve(ledger, request)
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 3))  # pending counts as spent
+    entry_id = ledger.commit(reservation, answer(42))
+    assert entry_id == reservation.id
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 3))
+    assert ledger.remaining("alice", "adult") == PureDP(F(2, 3))
+    [entry] = ledger.entries()
+    assert entry.status == "committed"
+    assert entry.answer == answer(42)
+    assert (entry.principal, entry.dataset, entry.sql, entry.plan_hash) == (
+        "alice",
+        "adult",
+        request.sql,
+        request.plan_hash,
+    )
+    assert entry.finished_at is not None
+    outcomes = [a.outcome for a in ledger.audit()]
+    assert outcomes == ["budget_set", "reserved", "answered"]
+    assert ledger.verify() == []
+
+
+def test_over_budget_is_refused_with_the_numbers_and_costs_nothing(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.commit(reserve(ledger, charge(epsilon=F(3, 4))), answer(1))
+    request = charge(epsilon=F(1, 2))
+    with pytest.raises(BudgetExceededError) as caught:
+        ledger.reserve(request)
+    error = caught.value
+    assert (error.requested, error.remaining, error.difference) == (F(1, 2), F(1, 4), F(1, 4))
+    assert error.measure == "epsilon"
+    assert "alice" in str(error) and "adult" in str(error)
+    assert "epsilon <= 0.25" in str(error)
+    assert ledger.spent("alice", "adult") == PureDP(F(3, 4))
+    refused = ledger.audit()[-1]
+    assert (refused.outcome, refused.sql, refused.plan_hash) == (
+        "refused",
+        request.sql,
+        request.plan_hash,
+    )
+    assert refused.loss == PureDP(F(1, 2))
+
+
+def test_exactly_the_remaining_budget_fits(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    for _ in range(10):
+        ledger.commit(reserve(ledger, charge(epsilon=F(1, 10))), answer(0))
+    assert ledger.remaining("alice", "adult") == PureDP(F(0))
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge(epsilon=F(1, 10**9)))
+
+
+def test_a_cap_lowered_below_what_was_spent_refuses_everything(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.commit(reserve(ledger, charge(epsilon=F(1, 2))), answer(1))
+    ledger.set_budget("alice", "adult", PureDP(F(1, 4)))
+    assert ledger.remaining("alice", "adult") == PureDP(F(0))
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge(epsilon=F(0)))
+
+
+def test_no_budget_means_nothing_may_be_spent(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    with pytest.raises(BudgetExceededError) as caught:
+        ledger.reserve(charge("bob", epsilon=F(1, 10)))
+    assert caught.value.remaining == 0
+    assert "dalenius budget set --analyst bob" in str(caught.value)
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge("alice", "census", epsilon=F(1, 10)))
+    assert [a.outcome for a in ledger.audit()][-2:] == ["refused", "refused"]
+
+
+def test_pending_reservations_count_as_spent(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reserve(ledger, charge(epsilon=F(3, 5)))
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge(epsilon=F(3, 5)))
+
+
+def test_rollback_refunds_and_is_audited(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reservation = reserve(ledger, charge(epsilon=F(3, 5)))
+    ledger.rollback(reservation, "executor failed: table missing")
+    assert ledger.spent("alice", "adult") == PureDP(F(0))
+    ledger.rollback(reservation, "again")  # idempotent
+    [entry] = ledger.entries()
+    assert (entry.status, entry.answer) == ("rolled_back", None)
+    assert "table missing" in entry.detail
+    failed = [a for a in ledger.audit() if a.outcome == "failed"]
+    assert len(failed) == 1 and failed[0].entry_id == reservation.id
+    with pytest.raises(InternalError):
+        ledger.commit(reservation, answer(1))
+    reserve(ledger, charge(epsilon=F(1)))  # the whole budget is back
+
+
+def test_committed_entries_are_never_refunded_nor_committed_twice(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reservation = reserve(ledger, charge())
+    ledger.commit(reservation, answer(1))
+    with pytest.raises(InternalError):
+        ledger.rollback(reservation, "too late")
+    with pytest.raises(InternalError):
+        ledger.commit(reservation, answer(2))
+    assert ledger.entries()[0].answer == answer(1)
+    with pytest.raises(InternalError):
+        ledger.commit(Reservation("no-such-id", charge()), answer(3))
+
+
+# -- the answer cache and idempotency -----------------------------------------------------------
+
+
+def test_identical_request_is_answered_from_the_record_at_no_cost(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    first = charge(epsilon=F(1, 2), key="same-plan-same-data")
+    entry_id = ledger.commit(reserve(ledger, first), answer(7))
+    again = ledger.reserve(charge(epsilon=F(1, 2), key="same-plan-same-data"))
+    assert isinstance(again, CachedAnswer)
+    assert (again.entry_id, again.answer, again.loss) == (entry_id, answer(7), PureDP(F(1, 2)))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+    cached = ledger.audit()[-1]
+    assert (cached.outcome, cached.entry_id, cached.loss) == ("cached", entry_id, None)
+
+
+def test_changed_data_or_another_analyst_pays_again(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1)))
+    ledger.commit(reserve(ledger, charge(epsilon=F(1, 2), key="plan|v1")), answer(1))
+    reserve(ledger, charge(epsilon=F(1, 2), key="plan|v2"))  # new data version: fresh cost
+    reserve(ledger, charge("bob", epsilon=F(1, 2), key="plan|v1"))  # bob has not seen it
+    assert ledger.spent("alice", "adult") == PureDP(F(1))
+    assert ledger.spent("bob", "adult") == PureDP(F(1, 2))
+
+
+def test_identical_request_in_flight_is_charged_again(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reserve(ledger, charge(epsilon=F(1, 4), key="k"))
+    reserve(ledger, charge(epsilon=F(1, 4), key="k"))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+
+
+def test_idempotency_key_gives_the_same_outcome_charged_once(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    first = charge(epsilon=F(1, 2), key="k1", idempotency_key="retry-1")
+    reservation = reserve(ledger, first)
+    with pytest.raises(RequestInProgressError):
+        ledger.reserve(first)
+    ledger.commit(reservation, answer(5))
+    replay = ledger.reserve(first)
+    assert isinstance(replay, CachedAnswer) and replay.answer == answer(5)
+    with pytest.raises(ConfigurationError, match="already used for a different request"):
+        ledger.reserve(charge(epsilon=F(1, 2), key="k2", idempotency_key="retry-1"))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+
+
+def test_idempotency_key_of_a_rolled_back_request_can_be_retried(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    request = charge(epsilon=F(1, 2), idempotency_key="retry-2")
+    ledger.rollback(reserve(ledger, request), "connection reset")
+    ledger.commit(reserve(ledger, request), answer(3))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+
+
+# -- the dataset's total cap -----------------------------------------------------------------
+
+
+def test_total_cap_bounds_colluding_analysts(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_dataset("adult", definition="pure", total_cap=PureDP(F(3, 2)))
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1)))
+    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1))), answer(1))
+    assert ledger.remaining("bob", "adult") == PureDP(F(1, 2))
+    with pytest.raises(BudgetExceededError) as caught:
+        ledger.reserve(charge("bob", epsilon=F(3, 4)))
+    assert "total cap" in str(caught.value)
+    assert (caught.value.requested, caught.value.remaining) == (F(3, 4), F(1, 2))
+    reserve(ledger, charge("bob", epsilon=F(1, 2)))
+    assert ledger.total_spent("adult") == PureDP(F(3, 2))
+
+
+def test_set_dataset_keeps_the_cap_unless_removed(ledger: Ledger) -> None:
+    ledger.set_dataset("adult", total_cap=PureDP(F(2)))
+    ledger.set_dataset("adult")
+    assert ledger.datasets()[0].total_cap == PureDP(F(2))
+    ledger.remove_total_cap("adult")
+    assert ledger.datasets()[0].total_cap is None
+    with pytest.raises(ConfigurationError):
+        ledger.remove_total_cap("census")
+
+
+def test_definition_cannot_change_once_budgets_exist(ledger: Ledger) -> None:
+    ledger.set_dataset("adult", definition="pure")
+    ledger.set_dataset("adult", definition="zcdp", total_cap=ZCDP(F(1)))  # still unused: allowed
+    ledger.set_budget("alice", "adult", ZCDP(F(1, 2)))
+    with pytest.raises(ConfigurationError, match="cannot switch"):
+        ledger.set_dataset("adult", definition="pure")
+    with pytest.raises(ConfigurationError, match="Unknown accounting definition"):
+        ledger.set_dataset("census", definition="renyi")
+    assert ledger.datasets()[0].definition == "zcdp"
+
+
+# -- accounting definitions -----------------------------------------------------------------
+
+
+def test_approx_dataset_adds_epsilon_and_delta(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_dataset("adult", definition="approx")
+    ledger.set_budget("alice", "adult", ApproxDP(F(1), F(1, 10**5)))
+    ledger.commit(reserve(ledger, charge(loss=ApproxDP(F(1, 4), F(1, 10**6)))), answer(1))
+    ledger.commit(reserve(ledger, charge(loss=PureDP(F(1, 4)))), answer(2))  # as (ε, 0)
+    assert ledger.spent("alice", "adult") == ApproxDP(F(1, 2), F(1, 10**6))
+    assert ledger.remaining("alice", "adult") == ApproxDP(F(1, 2), F(9, 10**6))
+    with pytest.raises(BudgetExceededError) as caught:
+        ledger.reserve(charge(loss=ApproxDP(F(1, 10), F(1, 10**5))))
+    assert caught.value.measure == "delta"
+
+
+def test_zcdp_dataset_converts_pure_losses_and_refuses_approx(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", ZCDP(F(1, 2)))
+    ledger.commit(reserve(ledger, charge(loss=PureDP(F(1, 2)))), answer(1))
+    assert ledger.spent("alice", "adult") == ZCDP(F(1, 8))
+    [entry] = ledger.entries()
+    assert (entry.loss, entry.charged) == (PureDP(F(1, 2)), ZCDP(F(1, 8)))
+    with pytest.raises(ConfigurationError, match="cannot be charged"):
+        ledger.reserve(charge(loss=ApproxDP(F(1, 10), F(1, 10**6))))
+    assert ledger.audit()[-1].outcome == "refused"
+    assert ledger.spent("alice", "adult") == ZCDP(F(1, 8))
+
+
+def test_approx_cap_on_a_zcdp_dataset_is_converted_down(ledger: Ledger) -> None:
+    ledger.set_dataset("pums", definition="zcdp")
+    ledger.set_budget("alice", "pums", ApproxDP(F(1), F(1, 10**6)))
+    cap = ledger.get_budget("alice", "pums")
+    assert isinstance(cap, ZCDP)
+    assert F(17468, 10**6) < cap.rho < F(17469, 10**6)  # (√(L+1) − √L)², L = ln 10⁶
+
+
+# -- budget periods ---------------------------------------------------------------------------
+
+
+def test_refreshing_budget_counts_only_the_current_period(
+    ledger: Ledger, charge: Charge, clock
+) -> None:
+    ledger.set_dataset("adult", total_cap=PureDP(F(5, 2)))
+    ledger.set_budget("alice", "adult", PureDP(F(1)), refresh_days=30)
+    ledger.commit(reserve(ledger, charge(epsilon=F(1))), answer(1))
+    clock.advance(days=29, hours=23)
+    with pytest.raises(BudgetExceededError, match="refreshes at 2024-01-31"):
+        ledger.reserve(charge(epsilon=F(1, 10)))
+    clock.advance(hours=1)
+    assert ledger.spent("alice", "adult") == PureDP(F(0))
+    assert ledger.remaining("alice", "adult") == PureDP(F(1))
+    ledger.commit(reserve(ledger, charge(epsilon=F(1))), answer(2))
+    clock.advance(days=30)
+    # The total cap never refreshes: 2 of 5/2 are gone for good.
+    assert ledger.remaining("alice", "adult") == PureDP(F(1, 2))
+    assert ledger.total_spent("adult") == PureDP(F(2))
+
+
+# -- crashes and recovery --------------------------------------------------------------------
+
+
+def test_recover_marks_stale_reservations_lost_but_keeps_them_charged(
+    ledger: Ledger, charge: Charge, clock
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    stale = reserve(ledger, charge(epsilon=F(1, 2), idempotency_key="crashed"))
+    clock.advance(minutes=30)
+    fresh = reserve(ledger, charge(epsilon=F(1, 4)))
+    assert ledger.recover(timedelta(minutes=10)) == [stale.id]
+    statuses = {e.id: e.status for e in ledger.entries()}
+    assert statuses == {stale.id: "lost", fresh.id: "pending"}
+    assert ledger.spent("alice", "adult") == PureDP(F(3, 4))
+    assert [a.entry_id for a in ledger.audit() if a.outcome == "lost"] == [stale.id]
+    with pytest.raises(RequestInProgressError, match="lost"):
+        ledger.reserve(stale.request)
+    # A process that was only slow may still commit: the charge was kept all along.
+    ledger.commit(stale, answer(9))
+    assert ledger.verify() == []
+    with pytest.raises(ConfigurationError):
+        ledger.recover(timedelta(minutes=-1))
+
+
+# -- audit and reading -------------------------------------------------------------------------
+
+
+def test_record_and_filters(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "census", PureDP(F(1)))
+    reserve(ledger, charge("alice", "adult"))
+    reserve(ledger, charge("bob", "census"))
+    ledger.record(
+        principal="carol",
+        dataset="adult",
+        sql="SELECT name FROM adult",
+        outcome="refused",
+        detail="SELECT: raw rows cannot be released",
+        loss=PureDP(F(1, 10)),
+    )
+    assert [e.principal for e in ledger.entries(dataset="census")] == ["bob"]
+    assert [e.dataset for e in ledger.entries(principal="alice")] == ["adult"]
+    carol = ledger.audit(principal="carol")
+    assert [(a.outcome, a.sql, a.loss) for a in carol] == [
+        ("refused", "SELECT name FROM adult", PureDP(F(1, 10)))
+    ]
+    seqs = [a.seq for a in ledger.audit()]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert [b.principal for b in ledger.budgets(dataset="census")] == ["bob"]
+    with pytest.raises(ConfigurationError):
+        ledger.record(principal="x", dataset="adult", sql="", outcome="", detail="")
+
+
+def test_request_validation() -> None:
+    with pytest.raises(ConfigurationError):
+        ChargeRequest("", "adult", PureDP(F(1)), "k", "SELECT 1", "h")
+    with pytest.raises(ConfigurationError):
+        ChargeRequest("alice", "adult", 0.1, "k", "SELECT 1", "h")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        ChargeRequest("alice", "adult", PureDP(F(1)), "k", "SELECT 1", "h", idempotency_key="")
+
+
+def test_clock_must_be_timezone_aware(store, charge: Charge) -> None:
+    from datetime import datetime
+
+    ledger = store.open(lambda: datetime(2024, 1, 1))
+    with pytest.raises(InternalError, match="naive"):
+        ledger.set_budget("alice", "adult", PureDP(F(1)))
+
+
+# -- restarts ------------------------------------------------------------------------------------
+
+
+def test_budgets_audit_and_cache_survive_a_restart(store, charge: Charge) -> None:
+    if not store.persistent:
+        assert store.kind == "memory"
+        first = store.open()
+        first.set_budget("alice", "adult", PureDP(F(1)))
+        first.close()
+        assert store.open().get_budget("alice", "adult") is None  # by design: memory only
+        return
+    first = store.open()
+    first.set_dataset("adult", total_cap=PureDP(F(3)))
+    first.set_budget("alice", "adult", PureDP(F(1)), refresh_days=7)
+    request = charge(epsilon=F(1, 4), key="cached-plan")
+    entry_id = first.commit(reserve(first, request), answer(11))
+    pending = reserve(first, charge(epsilon=F(1, 4)))
+    audit_before = first.audit()
+    first.close()
+
+    second = store.open()
+    assert second.get_budget("alice", "adult") == PureDP(F(1))
+    assert second.budgets()[0].refresh_days == 7
+    assert second.datasets()[0].total_cap == PureDP(F(3))
+    assert second.spent("alice", "adult") == PureDP(F(1, 2))  # the pending one stays charged
+    assert second.audit() == audit_before
+    again = second.reserve(charge(epsilon=F(1, 4), key="cached-plan"))
+    assert isinstance(again, CachedAnswer) and (again.entry_id, again.answer) == (
+        entry_id,
+        answer(11),
+    )
+    assert {e.id: e.status for e in second.entries()}[pending.id] == "pending"
+    assert second.verify() == []
+    with pytest.raises(InternalError, match="closed"):
+        first.spent("alice", "adult")

@@ -1,0 +1,148 @@
+"""Logical query → DP plan: measurements, sharing, caps, sensitivities, selection, ε split."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dalenius.core.catalog import Catalog, load_catalog
+from dalenius.core.errors import PrivacyRefusal
+from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.mechanisms.partition_selection import laplace_threshold
+from dalenius.plan.compile import caps, to_dp
+from dalenius.plan.cost import split_equally
+from dalenius.plan.expr import BinOp, Col, Lit, Neg, Not
+from dalenius.plan.nodes import DPQuery, Filter, Join, Query
+from dalenius.plan.sensitivity import FLOAT_GRID_STEPS, sum_grid, sum_sq_grid
+from dalenius.sql.to_plan import to_query
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def adult(adult_catalog_path: Path) -> Catalog:
+    return load_catalog(adult_catalog_path)
+
+
+@pytest.fixture(scope="module")
+def pums(shared_data: Path) -> Catalog:
+    return load_catalog(FIXTURES / "pums.toml")
+
+
+def query(catalog: Catalog, sql: str) -> Query:
+    return to_query(sql, catalog).query
+
+
+def plan(
+    catalog: Catalog, sql: str, epsilon: Fraction = Fraction(1), delta: Fraction | None = None
+) -> DPQuery:
+    return to_dp(query(catalog, sql), epsilon, delta)
+
+
+def test_avg_is_centred_sum_and_count_sharing_count_star(adult: Catalog) -> None:
+    p = plan(adult, "SELECT COUNT(*), AVG(age) FROM adult", Fraction(3, 10))
+    assert [m.describe() for m in p.measurements] == ["COUNT(*)", "SUM(adult__age - 48.5)"]
+    assert p.measurements[1].sensitivity == Fraction(63, 2)
+    assert sum(m.epsilon for m in p.measurements) == Fraction(3, 10)
+    assert p.loss == PureDP(Fraction(3, 10))
+
+
+def test_avg_reuses_a_plain_sum_and_variance_adds_squares(adult: Catalog) -> None:
+    p = plan(adult, "SELECT SUM(capital_loss), AVG(capital_loss) FROM adult")
+    assert [m.kind for m in p.measurements] == ["sum", "count"]
+    p = plan(adult, "SELECT VAR_POP(age) FROM adult")
+    assert [m.kind for m in p.measurements] == ["sum", "sum_sq", "count"]
+
+
+def test_quantiles_share_a_histogram_and_each_selection_costs(adult: Catalog) -> None:
+    p = plan(adult, "SELECT MEDIAN(age), MIN(age), COUNT(*) FROM adult", Fraction(1))
+    hist = [m for m in p.measurements if m.kind == "histogram"]
+    assert len(hist) == 1 and len(hist[0].edges) == 80 - 17 + 2  # one bin per integer age
+    shares = [s.epsilon for s in p.statistics if s.kind == "quantile"] + [
+        m.epsilon for m in p.measurements if m.kind != "histogram"
+    ]
+    assert shares == [Fraction(1, 3)] * 3 and sum(shares) == 1
+
+
+def test_id_unit_caps_multiply_sensitivity(pums: Catalog) -> None:
+    p = plan(pums, "SELECT COUNT(*), SUM(age), COUNT(DISTINCT pid) FROM pums")
+    count, total, distinct = p.measurements
+    assert (count.sensitivity, total.sensitivity, distinct.sensitivity) == (2, 200, 2)
+
+
+def test_join_multiplicity_multiplies_row_sensitivity(adult: Catalog) -> None:
+    q = query(adult, "SELECT COUNT(*) FROM adult a JOIN edu_levels l ON a.education = l.education")
+    assert isinstance(q.relation, Join)
+    q = replace(q, relation=replace(q.relation, multiplicity=3))
+    assert caps(q) == (3, 3)
+    assert to_dp(q, Fraction(1)).measurements[0].sensitivity == 3
+
+
+def test_private_keys_need_delta_and_get_a_threshold(adult: Catalog) -> None:
+    with pytest.raises(PrivacyRefusal, match="needs a delta"):
+        plan(adult, "SELECT occupation, COUNT(*) FROM adult GROUP BY occupation")
+    p = plan(
+        adult,
+        "SELECT occupation, COUNT(*) FROM adult GROUP BY occupation",
+        Fraction(1),
+        Fraction(1, 10**6),
+    )
+    assert p.selection is not None and p.selection.shared  # COUNT(*) counts units: reused for free
+    assert p.selection.threshold == laplace_threshold(
+        Fraction(1), Fraction(1, 10**6), groups=1, max_count=1
+    )
+    assert p.loss == ApproxDP(Fraction(1), Fraction(1, 10**6))
+
+
+def test_selection_of_an_id_unit_counts_distinct_units(pums: Catalog) -> None:
+    p = plan(
+        pums, "SELECT income, AVG(age) FROM pums GROUP BY income", Fraction(1), Fraction(1, 10**5)
+    )
+    assert p.selection is not None and not p.selection.shared
+    selector = p.measurement(p.selection.measurement)
+    assert selector.kind == "count_distinct" and selector.distinct_unit
+
+
+@given(st.fractions(min_value=Fraction(1, 10**6), max_value=100), st.integers(1, 50))
+def test_split_sums_to_the_total(epsilon: Fraction, parts: int) -> None:
+    shares = split_equally(epsilon, parts)
+    assert sum(shares) == epsilon and len(shares) == parts
+
+
+@given(
+    st.fractions(min_value=-(10**9), max_value=10**9),
+    st.fractions(min_value=0, max_value=10**9),
+    st.sampled_from(["int", "float"]),
+)
+def test_grids_never_understate_a_row(low: Fraction, width: Fraction, col_type: str) -> None:
+    bounds = (low, low + width)
+    if col_type == "int":
+        bounds = (Fraction(math.floor(low)), Fraction(math.floor(low + width)))
+    center = (bounds[0] + bounds[1]) / 2
+    g, units = sum_grid(bounds, center, col_type)
+    reach = max(abs(bounds[0] - center), abs(bounds[1] - center))
+    assert units * g >= reach
+    g2, units2 = sum_sq_grid(bounds, center, col_type)
+    assert units2 * g2 >= reach * reach
+    assert units2 <= max(FLOAT_GRID_STEPS, 2**52)
+
+
+def test_fingerprints_tell_apart_similar_plans(adult: Catalog) -> None:
+    base = query(adult, "SELECT COUNT(*) FROM adult WHERE age > 1")
+    variants = [
+        replace(base, relation=Filter(base.relation.child, Not(Col("adult__age")))),  # type: ignore[union-attr]
+        replace(base, relation=Filter(base.relation.child, Neg(Col("adult__age")))),  # type: ignore[union-attr]
+        replace(
+            base, relation=Filter(base.relation.child, BinOp(">", Col("adult__age"), Lit(1.0)))
+        ),  # type: ignore[union-attr]
+        base,
+    ]
+    prints = [to_dp(q, Fraction(1)).fingerprint() for q in variants]
+    assert len(set(prints)) == 4
+    assert to_dp(base, Fraction(1)).fingerprint() == prints[-1]

@@ -1,0 +1,150 @@
+"""The console in a real browser: Playwright drives Debian's Chromium against a real gateway.
+
+The gateway runs as ``dalenius serve`` in a subprocess on a free loopback port. The test signs in
+with an analyst's token, explains a query, runs it, sees the chart with its error bars and the
+budget drop, then sees a refusal explained. Screenshots are kept under ``artifacts/`` (ignored by
+git). Chromium is installed with apt when missing; if that is impossible the test fails loudly.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.server.live import LiveGateway, write_config
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+GROUPED = "SELECT sex, COUNT(*), AVG(income) FROM people GROUP BY sex"
+
+
+def ensure_chromium() -> str:
+    """The Chromium binary, installed with apt if missing (the test machines run as root)."""
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if shutil.which("apt-get") is None:
+        pytest.fail(f"{CHROMIUM} is missing and apt-get is not available to install it")
+    for command in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.fail(f"cannot install Chromium: {' '.join(command)} failed:\n{done.stderr}")
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"apt-get installed chromium but {CHROMIUM} is still missing")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = ensure_chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, demo_catalog: Path) -> Iterator[LiveGateway]:
+    config = write_config(tmp_path / "gateway.toml", str(tmp_path / "gateway.sqlite"))
+    live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
+    try:
+        with live.client(live.tokens["root"]) as curator:
+            assert curator.post("/v1/datasets", json={"catalog": str(demo_catalog)}).status_code == 201
+            assert curator.put("/v1/principals/alice/grants/census").status_code == 200
+            assert curator.put("/v1/budgets/alice/census", json={"epsilon": 1}).status_code == 200
+        yield live
+    finally:
+        live.stop()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True)
+
+
+def test_sign_in_explain_query_chart_and_budget(browser: Browser, gateway: LiveGateway) -> None:
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    # A refused query is an HTTP 400, which Chromium also logs; script errors are what matter.
+    page.on(
+        "console",
+        lambda m: problems.append(m.text)
+        if m.type == "error" and "Failed to load resource" not in m.text
+        else None,
+    )
+
+    page.goto(f"{gateway.url}/")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    expect(page.locator("#who")).to_contain_text("alice")
+    expect(page.locator("#budget-remaining")).to_have_attribute("data-remaining", "1")
+
+    page.fill("#sql", GROUPED)
+    page.fill("#epsilon", "0.25")
+    page.click("#explain-button")
+    expect(page.locator("#explain-cost")).to_have_text("ε = 0.25")
+    with gateway.client(gateway.tokens["alice"]) as api:
+        plan = api.post(
+            "/v1/datasets/census/explain", json={"sql": GROUPED, "epsilon": 0.25}
+        ).json()
+    rows = page.locator("#explain-panel table.data tbody tr")
+    expect(rows).to_have_count(len(plan["measurements"]))
+    expect(page.locator("#budget-remaining")).to_have_attribute("data-remaining", "1")
+
+    page.click("#run-button")
+    expect(page.locator("#result-spent")).to_have_text("ε = 0.25")
+    chart = page.locator("#chart-box svg.chart")
+    expect(chart).to_have_attribute("data-groups", "2")
+    expect(chart.locator("rect.bar")).to_have_count(2)
+    expect(chart.locator("line.whisker")).to_have_count(6)  # a bar and two caps per group
+    expect(page.locator("#result-panel table.data tbody tr")).to_have_count(2)
+    expect(page.locator("#budget-remaining")).to_have_attribute("data-remaining", "0.75")
+    shot(page, "result")
+
+    page.fill("#sql", "SELECT name\nFROM people")
+    page.click("#run-button")
+    alert = page.locator("#output .alert")
+    expect(alert).to_have_attribute("data-code", "privacy_refusal")
+    expect(alert.locator(".why")).not_to_be_empty()
+    expect(alert.locator(".fix")).not_to_be_empty()
+    expect(alert.locator("pre.pointer mark")).to_have_text("name")
+    expect(page.locator("#budget-remaining")).to_have_attribute("data-remaining", "0.75")
+    shot(page, "refusal")
+
+    page.click("a[href='#/budget']")
+    expect(page.locator("table[aria-label='Your ledger'] tbody tr")).to_have_count(1)
+    shot(page, "history")
+    assert problems == []
+
+
+def test_a_curator_creates_an_analyst_and_sees_the_token_once(
+    browser: Browser, gateway: LiveGateway
+) -> None:
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    page.goto(f"{gateway.url}/console/#/admin/analysts")
+    page.fill("#token", gateway.tokens["root"])
+    page.click("button[type=submit]")
+    page.fill("#new-name", "bob")
+    page.click("text=Create and issue a token")
+    token = page.locator("#issued .token-text")
+    expect(token).to_contain_text("dlt_")
+    issued = token.inner_text()
+    page.check("#grant-census")
+    expect(page.locator(".toast")).to_contain_text("Granted census")
+    shot(page, "curator")
+    with gateway.client(issued) as bob:
+        assert [d["name"] for d in bob.get("/v1/datasets").json()["datasets"]] == ["census"]

@@ -1,0 +1,67 @@
+"""The gateway's own records, shared by every process opened on the same database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dalenius.core.errors import ConfigurationError
+from dalenius.server.store import ConflictError, NotFoundError, StateStore
+from dalenius.server.tokens import digest, new_token, parse_token, verify
+
+
+def test_tokens_are_random_well_formed_and_checked_by_hash() -> None:
+    issued = [new_token() for _ in range(100)]
+    assert len({t.token for t in issued}) == 100
+    for token in issued:
+        assert parse_token(token.token) == token.token_id
+        assert token.hash == digest(token.token) and token.token not in token.hash
+        assert verify(token.token, token.hash)
+        assert not verify(token.token[:-1] + ("A" if token.token[-1] != "A" else "B"), token.hash)
+    assert parse_token("dlt_short_x") is None
+    assert parse_token(issued[0].token + " ") is None
+
+
+def test_two_stores_on_one_sqlite_file_see_each_other(tmp_path: Path) -> None:
+    path = str(tmp_path / "gateway.sqlite")
+    first, second = StateStore(path), StateStore(f"sqlite:///{path}")
+    try:
+        first.create_principal("alice", "analyst", by="root")
+        issued = first.issue_token("alice", by="root")
+        caller = second.authenticate(issued.token)
+        assert caller is not None and caller.name == "alice" and not caller.is_curator
+        second.revoke_token("alice", issued.token_id)
+        assert first.authenticate(issued.token) is None
+        first.register("census", "/data/census.toml", by="root")
+        second.grant("alice", "census", by="root")
+        assert first.is_granted("alice", "census")
+        with pytest.raises(ConflictError):
+            second.create_principal("alice", "curator", by="root")
+        with pytest.raises(ConflictError):
+            second.register("census", "/elsewhere/census.toml", by="root")
+    finally:
+        first.close()
+        second.close()
+
+
+def test_names_roles_and_missing_things_are_refused() -> None:
+    store = StateStore("memory:")
+    try:
+        for name in ("", "a b", "x" * 65, "-lead", "über"):
+            with pytest.raises(ConfigurationError):
+                store.create_principal(name, "analyst", by="root")
+        with pytest.raises(ConfigurationError):
+            store.create_principal("bob", "admin", by="root")
+        with pytest.raises(NotFoundError):
+            store.issue_token("nobody", by="root")
+        store.create_principal("bob", "analyst", by="root")
+        with pytest.raises(NotFoundError):
+            store.grant("bob", "nowhere", by="root")
+        with pytest.raises(NotFoundError):
+            store.unregister("nowhere")
+        with pytest.raises(ConflictError):
+            store.ensure_principal("bob", "curator", by="root")
+        assert store.ensure_principal("bob", "analyst", by="root").name == "bob"
+    finally:
+        store.close()

@@ -1,0 +1,61 @@
+"""Test-only hook: answer a query with the noise switched off.
+
+It drives the same steps as :meth:`dalenius.engine.session.Session.query` — validation, the DP
+plan, the exact SQL in the engine, post-processing — but skips the noise, the private selections
+and the ledger: every observed group is kept and each quantile takes its exact bin. It lives in
+the test tree, not in the package, so no configuration can switch it on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dalenius.engine.release import (
+    Answer,
+    Exact,
+    Noisy,
+    exact_values,
+    post_process,
+    selection_utilities,
+)
+from dalenius.engine.session import Session
+
+
+def exact_data(
+    session: Session, sql: str, epsilon: Any = 1, delta: Any = None, *, salt: int | None = None
+) -> tuple[Any, Exact]:
+    """The plan and the exact per-group measurements of ``sql`` (``salt``: the bounding hash key)."""
+    prepared = session._prepare(sql, epsilon, delta, salt=salt)
+    for table in prepared.tables:
+        session.executor.prepare(table)
+    main = session.executor.fetch(prepared.exact.main)
+    histograms = {name: session.executor.fetch(q) for name, q in prepared.exact.histograms}
+    return prepared.plan, exact_values(prepared.plan, main, histograms)
+
+
+def exact_answer(session: Session, sql: str, epsilon: Any = 1, delta: Any = None) -> Answer:
+    """The noise-free answer to ``sql`` (exact clipped, bounded aggregates, post-processed)."""
+    plan, exact = exact_data(session, sql, epsilon, delta)
+    values = {name: [int(v) for v in arr] for name, arr in exact.scalars.items()}
+    bins = {}
+    for i, stat in enumerate(plan.statistics):
+        if stat.kind == "quantile":
+            m = plan.measurement(stat.inputs[0])
+            chosen = []
+            for row in exact.histograms[m.name]:
+                utilities = selection_utilities(stat, m, [int(c) for c in row])
+                chosen.append(max(range(len(utilities)), key=lambda b, u=utilities: (u[b], -b)))
+            bins[f"s{i}"] = chosen
+    noisy = Noisy(groups=list(exact.groups), values=values, bins=bins)
+    return post_process(plan, noisy, session.confidence)
+
+
+def exact_units_for(
+    session: Session, sql: str, epsilon: Any = 1, delta: Any = None, *, salt: int | None = None
+) -> dict[str, list[int]]:
+    """The exact measurements (grid units) of ``sql``, per group."""
+    _, exact = exact_data(session, sql, epsilon, delta, salt=salt)
+    out = {k: [int(x) for x in v] for k, v in exact.scalars.items()}
+    for name, counts in exact.histograms.items():
+        out[name] = [int(x) for x in counts.reshape(-1)]
+    return out

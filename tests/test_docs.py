@@ -1,0 +1,59 @@
+"""Docs cannot drift: every command, option and catalog key is documented."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from dalenius.cli.main import build_parser
+from dalenius.core import catalog
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+@pytest.mark.parametrize("command", ["query", "explain", "demo"])
+def test_every_option_of_query_explain_demo_is_in_cli_md(command: str) -> None:
+    text = (DOCS / "cli.md").read_text()
+    assert f"`dalenius {command}`" in text
+    parser = subparsers(build_parser())[command]
+    for action in parser._actions:
+        for flag in action.option_strings:
+            if flag.startswith("--") and flag != "--help":
+                assert f"`{flag}" in text, f"{command} {flag} is not documented in docs/cli.md"
+
+
+def test_every_command_is_documented() -> None:
+    text = "".join((DOCS / page).read_text() for page in ("cli.md", "ledger.md", "server.md") if (DOCS / page).exists())
+    for name in subparsers(build_parser()):
+        assert f"dalenius {name}" in text
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        *catalog.DATASET_KEYS,
+        *catalog.TABLE_KEYS,
+        *catalog.COLUMN_KEYS,
+        *catalog.UNIT_KEYS,
+        *catalog.COLUMN_TYPES,
+        *catalog.SOURCE_KINDS,
+    ],
+)
+def test_every_catalog_key_is_in_catalog_md(key: str) -> None:
+    assert f"`{key}" in (DOCS / "catalog.md").read_text()
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    text = (DOCS.parent / "README.md").read_text()
+    block = text.split("```")[1]
+    commands = [line.split("#")[0].strip() for line in block.splitlines()[1:] if line.strip()]
+    assert commands == ["make demo", "make test"]
