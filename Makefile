@@ -19,9 +19,16 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,server,spark]'
 	touch $@ $(STAMP_RUN)
 
-## demo: set up the environment and run the guided walk-through on the embedded default
-demo: $(STAMP_RUN)
-	$(BIN)/dalenius demo
+STAMP_SERVER := $(VENV)/.installed-server
+
+$(STAMP_SERVER): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[server]'
+	touch $@ $(STAMP_RUN)
+
+## demo: set up the environment and start the gateway and web console on the synthetic census
+## (the guided walk-through in the terminal is `.venv/bin/dalenius demo`)
+demo: $(STAMP_SERVER)
+	$(BIN)/dalenius serve --demo dalenius-demo
 
 ## test: set up the environment with the dev extras and run everything CI runs
 test: $(STAMP_DEV)

@@ -32,7 +32,11 @@ def test_every_option_of_query_explain_demo_is_in_cli_md(command: str) -> None:
 
 
 def test_every_command_is_documented() -> None:
-    text = "".join((DOCS / page).read_text() for page in ("cli.md", "ledger.md", "server.md") if (DOCS / page).exists())
+    text = "".join(
+        (DOCS / page).read_text()
+        for page in ("cli.md", "ledger.md", "server.md")
+        if (DOCS / page).exists()
+    )
     for name in subparsers(build_parser()):
         assert f"dalenius {name}" in text
 

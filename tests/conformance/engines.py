@@ -12,11 +12,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from dalenius.core.catalog import Catalog, Source, Table
+import pytest
+
+from dalenius.core.catalog import Catalog, Source
 from dalenius.engine.session import Session
 from dalenius.executors.base import Executor
-from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger.base import open_ledger
 
 ENGINES = ("duckdb", "postgres", "spark")
@@ -87,18 +89,19 @@ def load_into_postgres(
         connection.execute(f"ANALYZE {qualified}")
 
 
+def connect_admin() -> Any:
+    """An autocommit connection to the test server; fails the test loudly (never skips) if down."""
+    import psycopg
+
+    try:
+        return psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.fail(
+            f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}: {exc}\n"
+            "Start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+        )
+
+
 def fresh_schema() -> str:
     """A schema name no other test run uses."""
     return f"dalenius_conformance_{os.getpid()}_{os.urandom(4).hex()}"
-
-
-def duckdb_executor(catalog: Catalog) -> Executor:
-    """The reference executor."""
-    return DuckDBExecutor(catalog)
-
-
-def table_named(catalog: Catalog, name: str) -> Table:
-    """The catalog's table called ``name`` (fails loudly if absent)."""
-    table = catalog.table(name)
-    assert table is not None, name
-    return table

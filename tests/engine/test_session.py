@@ -165,3 +165,22 @@ class FailingExecutor(Executor):
 
     def data_version(self, table: object) -> str:
         return "v1"
+
+
+def test_explain_shows_every_hidden_cost(catalog: Catalog) -> None:
+    with connect(catalog, budget=1) as s:
+        text = str(
+            s.explain(
+                "SELECT occupation, AVG(age), MEDIAN(hours_per_week) FROM adult GROUP BY occupation "
+                "HAVING COUNT(*) > 100",
+                epsilon=1,
+                delta=1e-6,
+            )
+        )
+    # AVG's split into a centred sum and a count, the private selection, the quantile search,
+    # and the aggregate used only in HAVING are all listed with their ε.
+    assert "SUM(age - 48.5)" in text and "COUNT(*)" in text
+    assert "groups are selected privately" in text and "no public keys" in text
+    assert "select a bin of" in text and "q=0.5" in text
+    assert "(hidden) COUNT(*)" in text
+    assert "ε=1, δ=1e-06" in text

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
-
 from tests.server.live import LiveGateway, write_config
 
 CHROMIUM = "/usr/bin/chromium"
@@ -62,7 +61,9 @@ def gateway(tmp_path: Path, demo_catalog: Path) -> Iterator[LiveGateway]:
     live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
     try:
         with live.client(live.tokens["root"]) as curator:
-            assert curator.post("/v1/datasets", json={"catalog": str(demo_catalog)}).status_code == 201
+            assert (
+                curator.post("/v1/datasets", json={"catalog": str(demo_catalog)}).status_code == 201
+            )
             assert curator.put("/v1/principals/alice/grants/census").status_code == 200
             assert curator.put("/v1/budgets/alice/census", json={"epsilon": 1}).status_code == 200
         yield live
@@ -82,9 +83,11 @@ def test_sign_in_explain_query_chart_and_budget(browser: Browser, gateway: LiveG
     # A refused query is an HTTP 400, which Chromium also logs; script errors are what matter.
     page.on(
         "console",
-        lambda m: problems.append(m.text)
-        if m.type == "error" and "Failed to load resource" not in m.text
-        else None,
+        lambda m: (
+            problems.append(m.text)
+            if m.type == "error" and "Failed to load resource" not in m.text
+            else None
+        ),
     )
 
     page.goto(f"{gateway.url}/")

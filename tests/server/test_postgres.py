@@ -18,10 +18,10 @@ from uuid import uuid4
 import psycopg
 import pytest
 from psycopg import sql
+from tests.server.live import LiveGateway, write_config
 
 from dalenius.core.loss import PureDP
 from dalenius.ledger.postgres import PostgresLedger
-from tests.server.live import LiveGateway, write_config
 
 PG_URL = os.environ.get("DALENIUS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 PG_START = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"

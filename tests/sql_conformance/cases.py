@@ -449,6 +449,34 @@ def handwritten() -> list[Answered]:
             },
         ),
         Answered(
+            "integer-division-inside-subquery",
+            "adult",
+            "SELECT COUNT(*) FROM (SELECT age FROM adult WHERE age / 10 = 3 AND age % 7 <> 0) t",
+            lambda _, f: {
+                (): (int(((f["adult"].age // 10 == 3) & (f["adult"].age % 7 != 0)).sum()),)
+            },
+        ),
+        Answered(
+            "null-key-from-coalesce",
+            "adult",
+            "SELECT COALESCE(workclass, 'missing') AS w, COUNT(*) FROM adult GROUP BY w",
+            lambda _, f: {
+                (k,): (k, int(v))
+                for k, v in f["adult"].workclass.fillna("missing").value_counts().items()
+            },
+        ),
+        Answered(
+            "negative-round-digits",
+            "adult",
+            "SELECT ROUND(COUNT(*), -2) AS n, ROUND(AVG(age), -1) AS a FROM adult",
+            lambda _, f: {
+                (): (
+                    float(round(len(f["adult"]), -2)),
+                    float(round(mean_or_mid(f["adult"].age, *b["age"]), -1)),
+                )
+            },
+        ),
+        Answered(
             "qualified-names-and-aliases",
             "adult",
             "SELECT a.sex AS s, COUNT(a.age) AS n FROM adult AS a WHERE a.age > 60 GROUP BY s",
@@ -773,6 +801,35 @@ def refused() -> list[Refused]:
             "SELECT COUNT(*) FROM adult WHERE age LIKE '1%'",
             "WHERE",
             "LIKE applies to text",
+        ),
+        Refused(
+            "join-on-per-unit-aggregate",
+            "pums",
+            "SELECT COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM pums GROUP BY pid) t JOIN educ_names e ON t.n = e.educ",
+            "JOIN",
+            "cannot be joined",
+            True,
+        ),
+        Refused(
+            "join-int-with-float",
+            "pums",
+            "SELECT COUNT(*) FROM pums p JOIN educ_names e ON p.income = e.educ",
+            "JOIN",
+            "compares a float with a int",
+        ),
+        Refused(
+            "self-referencing-cte",
+            "adult",
+            "WITH t AS (SELECT age FROM t) SELECT COUNT(*) FROM t",
+            "WITH",
+            "refers to itself",
+        ),
+        Refused(
+            "round-digits",
+            "adult",
+            "SELECT ROUND(COUNT(*), -400) FROM adult",
+            "SELECT",
+            "whole number of digits",
         ),
     ]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from dalenius.cli.common import EXIT_OK
 from dalenius.core.errors import BudgetExceededError
-from dalenius.datasets.census import write_demo
 from dalenius.core.loss import ApproxDP
+from dalenius.datasets.census import write_demo
 from dalenius.engine.session import Session, connect
 
 DEMO_BUDGET = ApproxDP(Fraction(2), Fraction(1, 10**5))

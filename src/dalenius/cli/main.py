@@ -1,8 +1,9 @@
-"""The ``dalenius`` command: ``query``, ``explain``, ``budget``, ``ledger`` and ``demo``."""
+"""The ``dalenius`` command: ``query``, ``explain``, ``budget``, ``ledger``, ``demo`` and ``serve``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,7 +35,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    code: int = run_guarded(args.func, args)
+    try:
+        code: int = run_guarded(args.func, args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``dalenius explain ... | head``): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return code
 
 

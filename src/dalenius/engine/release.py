@@ -99,7 +99,7 @@ def exact_values(
             continue
         for j, m in enumerate(scalars_m):
             value = row[n_keys + j]
-            scalars[m.name][i] = int(value) if value is not None else 0
+            scalars[m.name][i] = _bounded(value)
     histograms = {}
     for m in plan.measurements:
         if m.kind != "histogram":
@@ -109,7 +109,9 @@ def exact_values(
             i = index.get(tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True)))
             if i is None or row[n_keys] is None:
                 continue
-            counts[i, int(row[n_keys])] += int(row[n_keys + 1])
+            counts[i, int(row[n_keys])] = _bounded(
+                int(counts[i, int(row[n_keys])]) + _bounded(row[n_keys + 1])
+            )
         histograms[m.name] = counts
     return Exact(groups=groups, scalars=scalars, histograms=histograms)
 
@@ -407,18 +409,46 @@ def _cell(value: Any) -> Any:
     return value
 
 
+EXACT_LIMIT = 1 << 62
+"""Exact values are clamped to ±2^62 before noise: clamping is 1-Lipschitz (it keeps every
+sensitivity) and makes overflow, an error that would depend on the data, impossible."""
+
+
+def _bounded(value: Any) -> int:
+    if value is None:
+        return 0
+    return max(-EXACT_LIMIT, min(EXACT_LIMIT, int(value)))
+
+
+_NAN = float("nan")
+
+
 def _norm(value: Any, col_type: str) -> Any:
+    """One canonical form per key, so a released key's form says nothing about other rows.
+
+    (-0.0 and 0.0 form one group in the engine, but which of the two it reports depends on the
+    rows; every NaN is the same group too.)
+    """
+    if hasattr(value, "item"):
+        value = value.item()
     if isinstance(value, date):
         return value.isoformat()
-    if col_type == "int" and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if hasattr(value, "item"):
-        return value.item()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return _NAN
+        value = value + 0.0  # -0.0 → 0.0
+        if col_type == "int" and value.is_integer():
+            return int(value)
     return value
 
 
-def _sort_key(group: GroupKeyTuple) -> tuple[tuple[bool, str, Any], ...]:
-    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in group)
+def _sort_key(group: GroupKeyTuple) -> tuple[tuple[bool, bool, str, Any], ...]:
+    def nan(v: Any) -> bool:
+        return isinstance(v, float) and math.isnan(v)
+
+    return tuple(
+        (v is None, nan(v), type(v).__name__, 0 if v is None or nan(v) else v) for v in group
+    )
 
 
 def _order_key(value: Any, descending: bool) -> tuple[bool, Any]:

@@ -306,7 +306,11 @@ def connect(
     book = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)
     existing = book.get_budget(analyst, cat.name)
     if budget is not None:
-        cap = budget if isinstance(budget, PureDP | ApproxDP | ZCDP) else PureDP(as_fraction(budget, "budget"))
+        cap = (
+            budget
+            if isinstance(budget, PureDP | ApproxDP | ZCDP)
+            else PureDP(as_fraction(budget, "budget"))
+        )
         if existing is None:
             book.set_budget(analyst, cat.name, cap)
         elif existing != cap:

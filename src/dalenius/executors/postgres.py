@@ -253,12 +253,13 @@ class PostgresExecutor(Executor):
                 f"FROM {relation.qualified}"
             )
         else:
-            # Every leaf of a partitioned table (a plain table is its own only leaf).
+            # The table and, if it is partitioned, every partition.
             sql = (
-                "SELECT string_agg(concat_ws(':', c.relfilenode, s.n_tup_ins, s.n_tup_upd, "
-                f"s.n_tup_del), ',' ORDER BY c.oid) FROM pg_partition_tree({relation.oid}) t "
-                "JOIN pg_class c ON c.oid = t.relid "
-                "LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid"
+                "SELECT string_agg(concat_ws(':', c.oid, c.relfilenode, s.n_tup_ins, "
+                "s.n_tup_upd, s.n_tup_del), ',' ORDER BY c.oid) FROM pg_class c "
+                "LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid "
+                f"WHERE c.oid = {relation.oid} "
+                f"OR c.oid IN (SELECT relid FROM pg_partition_tree({relation.oid}))"
             )
         rows = self.fetch(sql)
         digest = hashlib.sha256(f"{mode}|{relation.oid}|{rows[0]}".encode())

@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,8 @@ class SparkExecutor(Executor):
             :func:`shared_session`.
         partitions: if given, every table is repartitioned into this many partitions and
             aggregations shuffle into as many (results do not depend on it).
+        conf: further Spark SQL settings of this executor's session (performance tuning; the
+            settings Dalenius relies on, listed in the module notes, cannot be overridden).
 
     Raises:
         CatalogError: a source cannot be read, a declared column is missing, or a column's type
@@ -129,12 +132,17 @@ class SparkExecutor(Executor):
     dialect = "spark"
 
     def __init__(
-        self, catalog: Catalog, *, spark: Any = None, partitions: int | None = None
+        self,
+        catalog: Catalog,
+        *,
+        spark: Any = None,
+        partitions: int | None = None,
+        conf: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(catalog)
         base = spark if spark is not None else shared_session()
         self._spark = base.newSession()
-        for key, value in _SQL_CONF.items():
+        for key, value in {**(conf or {}), **_SQL_CONF}.items():
             self._spark.conf.set(key, value)
         if partitions is not None:
             self._spark.conf.set("spark.sql.shuffle.partitions", str(int(partitions)))
@@ -225,6 +233,10 @@ class SparkExecutor(Executor):
             _converted(column, *types[column.name.lower()], table)
         if self._partitions is not None:
             frame = frame.repartition(self._partitions)
+        if kind == "csv":
+            # As in DuckDB, a CSV file is parsed once and kept in memory: re-parsing text on
+            # every query would dominate its time. Parquet and tables are read in place.
+            frame = frame.cache()
         return frame
 
     def _register(self, table: Table) -> None:

@@ -26,6 +26,7 @@ from fractions import Fraction
 
 from dalenius.core.errors import PrivacyRefusal
 from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import laplace_threshold
 from dalenius.plan.cost import split_equally
@@ -47,6 +48,7 @@ from dalenius.plan.nodes import (
     UnitAggregate,
     output_fields,
 )
+from dalenius.plan.noise import mechanism_for
 from dalenius.plan.sensitivity import sum_grid, sum_sq_grid
 
 MAX_INT_BINS = 4096
@@ -121,6 +123,7 @@ def to_dp(query: Query, epsilon: Fraction, delta: Fraction | None = None) -> DPQ
         m = next(x for x in measurements if x.name == name)
         selection = _selection(m, delta, builder, query)
         loss = ApproxDP(epsilon, delta)
+    _check_mechanisms(measurements, statistics)
     return DPQuery(
         query=query,
         measurements=tuple(measurements),
@@ -128,6 +131,17 @@ def to_dp(query: Query, epsilon: Fraction, delta: Fraction | None = None) -> DPQ
         selection=selection,
         loss=loss,
     )
+
+
+def _check_mechanisms(measurements: list[Measurement], statistics: list[Statistic]) -> None:
+    """Build every mechanism now, so one that cannot be calibrated is refused before any charge."""
+    for m in measurements:
+        if m.kind != "histogram":
+            mechanism_for(m)
+    for s in statistics:
+        if s.kind == "quantile":
+            m = next(x for x in measurements if x.name == s.inputs[0])
+            PermuteAndFlip(m.sensitivity_units, s.epsilon)
 
 
 def _selection(m: Measurement, delta: Fraction, builder: _Builder, query: Query) -> Selection:

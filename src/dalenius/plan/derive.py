@@ -267,14 +267,18 @@ def _literal_results(expr: Expr) -> tuple[Key, ...] | None:
     return tuple(seen) or None
 
 
-def _domain(info: FieldInfo, limit: int) -> tuple[Key, ...] | None:
+def _domain(info: FieldInfo, limit: int) -> tuple[Key | None, ...] | None:
+    """The public values a column may hold, NULL included when it is nullable."""
+    values: tuple[Key | None, ...]
     if info.keys is not None:
-        return info.keys
-    if info.type == "bool":
-        return (False, True)
-    if info.type == "int" and info.bounds is not None:
+        values = info.keys
+    elif info.type == "bool":
+        values = (False, True)
+    elif info.type == "int" and info.bounds is not None:
         lo, hi = math.ceil(info.bounds[0]), math.floor(info.bounds[1])
         if hi - lo + 1 > limit:
             return None
-        return tuple(range(lo, hi + 1))
-    return None
+        values = tuple(range(lo, hi + 1))
+    else:
+        return None
+    return (*values, None) if info.nullable else values

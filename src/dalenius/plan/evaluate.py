@@ -40,6 +40,10 @@ from dalenius.plan.expr import (
 Value = Any
 
 
+MAX_ROUND_DIGITS = 15
+"""ROUND keeps at most this many digits either side of the point (doubles hold no more)."""
+
+
 class EvaluationError(ValueError):
     """An expression that cannot be evaluated on public values (for example a date function)."""
 
@@ -190,6 +194,7 @@ def _function(name: str, args: list[Value]) -> Value:
 
 
 def _round_half_away(x: Value, digits: int) -> Value:
+    digits = max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, digits))
     if _is_int(x) and digits >= 0:
         return x
     scale = 10.0**digits

@@ -105,11 +105,12 @@ class Explanation:
         lines.append(
             "Noisy measurements and selections (ε split equally; counts and sums get exact discrete Laplace noise):"
         )
-        header = f"  {'':4}{'aggregate':<28}{'sensitivity':>12}{'ε':>10}{'scale':>12}{pct + ' error':>14}"
+        width = max([28, *(len(m.label) + 2 for m in self.measurements)])
+        header = f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{'ε':>10}{'scale':>12}{pct + ' error':>14}"
         lines.append(header)
         for m in self.measurements:
             lines.append(
-                f"  {m.name:<4}{m.label:<28}{_g(m.sensitivity):>12}{_g(m.epsilon):>10}"
+                f"  {m.name:<4}{m.label:<{width}}{_g(m.sensitivity):>12}{_g(m.epsilon):>10}"
                 f"{_g(m.scale):>12}{'±' + _g(m.error):>14}"
             )
         lines.append("")

@@ -17,6 +17,7 @@ spent the budget) and rewritten by returning new trees.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -132,6 +133,17 @@ def output_fields(relation: Relation) -> tuple[Field, ...]:
         case Join(left=left, right=right):
             return output_fields(left) + output_fields(right)
     raise AssertionError(f"unknown relation {relation!r}")
+
+
+def all_fields(relation: Relation) -> list[Field]:
+    """Every field of a relation and of the relations inside it (each id once)."""
+    seen: dict[str, Field] = {}
+    for part in _all_relations(relation):
+        for f in output_fields(part):
+            seen.setdefault(f.id, f)
+    for f in output_fields(relation):
+        seen.setdefault(f.id, f)
+    return list(seen.values())
 
 
 def display_names(relation: Relation) -> dict[str, str]:
@@ -422,10 +434,15 @@ class DPQuery:
                 return m
         raise KeyError(name)
 
-    def fingerprint(self) -> str:
-        """A stable hash of the whole plan (names what spent the budget in the ledger)."""
+    @functools.cached_property
+    def fingerprint_value(self) -> str:
+        """The plan's hash, computed once (plans are immutable)."""
         payload = json.dumps(_jsonable(self), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(payload.encode()).hexdigest()
+
+    def fingerprint(self) -> str:
+        """A stable hash of the whole plan (names what spent the budget in the ledger)."""
+        return self.fingerprint_value
 
 
 def _jsonable(value: Any) -> Any:

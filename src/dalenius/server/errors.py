@@ -20,7 +20,8 @@ status  meaning (``code``)
 413     the body is larger than ``max_request_bytes`` (``request_too_large``)
 429     too many requests for this token (``rate_limited``; ``Retry-After`` says when to retry)
 500     a bug in Dalenius (``internal_error``); never a stack trace — the log has it
-503     the database engine failed before any noise was drawn; nothing was spent (``execution_error``)
+503     the engine failed before any noise was drawn, or a registered dataset's files cannot be
+        opened; nothing was spent (``execution_error``, ``dataset_unavailable``)
 ====== ======================================================================================
 
 A budget refusal is 409, not 403: the caller is allowed to ask, but the request conflicts with
@@ -98,6 +99,12 @@ class InvalidRequestError(UserError):
         return out
 
 
+class DatasetUnavailableError(UserError):
+    """A registered dataset whose catalog or data cannot be opened on the server right now."""
+
+    code = "dataset_unavailable"
+
+
 def status_for(error: BaseException) -> int:
     """The HTTP status for an exception (see the module's table).
 
@@ -114,6 +121,7 @@ def status_for(error: BaseException) -> int:
         (ConflictError, 409),
         (RequestTooLargeError, 413),
         (RateLimitedError, 429),
+        (DatasetUnavailableError, 503),
         (UserError, 400),
         (ExecutionError, 503),
     )

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.accounting import Definition, definition_of, parse_definition, zero_loss
-from dalenius.core.errors import CatalogError, ConfigurationError, UserError
+from dalenius.core.errors import CatalogError, ConfigurationError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.engine.session import Session
 from dalenius.ledger import Ledger, open_ledger
 from dalenius.server import describe
 from dalenius.server.config import GatewayConfig
-from dalenius.server.errors import AuthenticationError, RateLimitedError
+from dalenius.server.errors import AuthenticationError, DatasetUnavailableError, RateLimitedError
 from dalenius.server.ratelimit import RateLimiter
 from dalenius.server.registry import DatasetCache, OpenDataset, open_catalog
 from dalenius.server.requestlog import RequestLog
@@ -42,12 +42,6 @@ _log = logging.getLogger("dalenius.server")
 
 MAX_LIST = 1000
 """The most records one listing returns."""
-
-
-class DatasetUnavailableError(UserError):
-    """A registered dataset whose catalog or data cannot be opened on the server right now."""
-
-    code = "dataset_unavailable"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.loss import PureDP
+from dalenius.core.loss import ApproxDP
 from dalenius.datasets.census import write_demo
 from dalenius.datasets.schema import CATALOG_FILE
 from dalenius.server.config import load_config, with_listen
@@ -22,7 +22,8 @@ from dalenius.server.store import ANALYST, CURATOR, ROLES, Caller, check_name
 
 DEMO_CURATOR = "curator"
 DEMO_ANALYST = "analyst"
-DEMO_BUDGET = Fraction(1)
+DEMO_BUDGET = ApproxDP(Fraction(1), Fraction(1, 10**5))
+"""ε = 1 for the demo analyst, and a little δ for GROUP BY columns without public keys."""
 DEMO_CONFIG = "gateway.toml"
 
 _CONFIG_TEXT = """\
@@ -83,11 +84,14 @@ def _demo_principals(gateway: Gateway, catalog: Path) -> dict[str, str]:
     store.ensure_principal(DEMO_CURATOR, CURATOR, by=by)
     store.ensure_principal(DEMO_ANALYST, ANALYST, by=by)
     curator = Caller(name=DEMO_CURATOR, role=CURATOR, token_id="")
-    registered = gateway.register(curator, str(catalog), None, None)
+    # (ε, δ) accounting, so the console can also show groups selected privately with a δ; a
+    # demo ledger from an earlier run keeps the definition it has.
+    known = any(info.name == "census" for info in gateway.ledger.datasets())
+    registered = gateway.register(curator, str(catalog), None if known else "approx", None)
     name = str(registered["name"])
     store.grant(DEMO_ANALYST, name, by=by)
     if gateway.ledger.get_budget(DEMO_ANALYST, name) is None:
-        gateway.ledger.set_budget(DEMO_ANALYST, name, PureDP(DEMO_BUDGET))
+        gateway.ledger.set_budget(DEMO_ANALYST, name, DEMO_BUDGET)
     tokens = {}
     for who in (DEMO_ANALYST, DEMO_CURATOR):
         for token in store.tokens(who):

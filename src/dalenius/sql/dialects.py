@@ -92,12 +92,25 @@ def double_arithmetic(op: str, left: exp.Expr, right: exp.Expr, dialect: str) ->
 def modulo(left: exp.Expr, right: exp.Expr, dialect: str, *, floats: bool) -> exp.Expr:
     """``left % right`` (sign of the dividend); ``floats`` when either operand is a double.
 
-    PostgreSQL has no ``%`` for doubles: it computes the remainder in ``NUMERIC`` from the
-    operands' 15-digit decimal forms, which can differ from DuckDB's and Spark's ``fmod`` in the
-    last bits.
+    PostgreSQL has no ``%`` for doubles, and an integer-valued operand may be a DOUBLE in the
+    generated SQL (arithmetic is computed in DOUBLE). Integers are therefore divided in
+    ``NUMERIC``, exactly; doubles go through ``pg_temp.dalenius_mod``, which divides their 15-digit
+    decimal forms in ``NUMERIC`` and can differ from DuckDB's and Spark's ``fmod`` in the last bits.
+
+    Example:
+        >>> modulo(exp.column("a"), exp.column("b"), "postgres", floats=False).sql("postgres")
+        'MOD(CAST(a AS DECIMAL), CAST(b AS DECIMAL))'
     """
-    if dialect == "postgres" and floats:
-        return _pg_call("dalenius_mod", exp.cast(left, exp.DataType.Type.DOUBLE), right)
+    if dialect == "postgres":
+        if floats:
+            return _pg_call("dalenius_mod", exp.cast(left, exp.DataType.Type.DOUBLE), right)
+        return exp.Anonymous(
+            this="MOD",
+            expressions=[
+                exp.cast(left, exp.DataType.Type.DECIMAL),
+                exp.cast(right, exp.DataType.Type.DECIMAL),
+            ],
+        )
     return exp.Paren(this=exp.Mod(this=left, expression=right))
 
 

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from dalenius.core.errors import QueryError
 from dalenius.plan.derive import FieldInfo
+from dalenius.plan.evaluate import MAX_ROUND_DIGITS
 from dalenius.plan.expr import (
     FUNCTIONS,
     Between,
@@ -136,7 +137,14 @@ class Converter:
                     return Like(o, p, not n, ci)
             return Not(inner)
         if isinstance(node, exp.Neg):
-            return Neg(sub(node.this))
+            inner = sub(node.this)
+            if (
+                isinstance(inner, Lit)
+                and isinstance(inner.value, int | float)
+                and not isinstance(inner.value, bool)
+            ):
+                return Lit(-inner.value)  # a negative constant, not an expression
+            return Neg(inner)
         if isinstance(node, exp.Is):
             if not isinstance(node.expression, exp.Null):
                 raise self.error(
@@ -194,7 +202,15 @@ class Converter:
             )
         for func_cls, name in FUNCS.items():
             if isinstance(node, func_cls):
-                return Func(name, self._func_args(node, name, clause, aggregate))
+                args = self._func_args(node, name, clause, aggregate)
+                if name == "ROUND" and len(args) > 1 and not _small_int(args[1]):
+                    raise self.error(
+                        f"ROUND takes a whole number of digits between -{MAX_ROUND_DIGITS} and {MAX_ROUND_DIGITS}.",
+                        node,
+                        clause=clause,
+                        fix="write ROUND(x, 2) or ROUND(x, -3).",
+                    )
+                return Func(name, args)
         if isinstance(node, exp.AggFunc | exp.WithinGroup):
             if aggregate is None:
                 raise self.error(
@@ -371,6 +387,15 @@ class Converter:
 
 
 _Bad = Callable[[str, str], QueryError]
+
+
+def _small_int(expr: Expr) -> bool:
+    return (
+        isinstance(expr, Lit)
+        and isinstance(expr.value, int)
+        and not isinstance(expr.value, bool)
+        and abs(expr.value) <= MAX_ROUND_DIGITS
+    )
 
 
 def _func_type(name: str, types: list[str], fail: _Bad) -> str:

@@ -144,6 +144,7 @@ class _Planner:
         self.extracted = extracted
         self.used_ids: set[str] = set()
         self.per_unit_bounds: dict[int, tuple[Fraction, Fraction]] = {}
+        self.building: set[str] = set()
 
     # -- errors ---------------------------------------------------------------------------------
 
@@ -304,7 +305,18 @@ class _Planner:
             alias = node.alias or node.name
             cte = ctes.get(node.name.lower())
             if cte is not None:
-                return self.subquery(cte, alias, ctes)
+                if node.name.lower() in self.building:
+                    raise self.error(
+                        f"the WITH query {node.name!r} refers to itself.",
+                        node,
+                        clause="WITH",
+                        fix="read a catalog table inside the WITH query; recursion is not supported.",
+                    )
+                self.building.add(node.name.lower())
+                try:
+                    return self.subquery(cte, alias, ctes)
+                finally:
+                    self.building.discard(node.name.lower())
             table = self.catalog.table(node.name)
             if table is None:
                 names = list(self.catalog.table_names) + sorted(ctes)
@@ -361,10 +373,14 @@ class _Planner:
         if isinstance(unit, IdUnit):
             unit_field = next(f.id for f in fields if f.unit)
             spec = _Unit(
-                "id", unit_field, unit.max_rows, unit.max_groups, f"{table.name}: {unit.describe()}"
+                "id",
+                unit_field,
+                unit.max_rows,
+                unit.max_groups,
+                f"each {unit.column} of {table.name} (at most {unit.max_rows} rows in {unit.max_groups} groups each)",
             )
         else:
-            spec = _Unit("row", None, 1, 1, f"{table.name}: one row")
+            spec = _Unit("row", None, 1, 1, f"each row of {table.name}")
         return _Source(relation, fields, spec, [table])
 
     def join(self, left: _Source, join: exp.Join, ctes: dict[str, exp.Select]) -> _Source:
@@ -379,6 +395,16 @@ class _Planner:
                 fix="use JOIN or LEFT JOIN on one equality.",
             )
         right = self.source(join.this, ctes)
+        for part in (left, right):
+            if part.unit is not None and part.unit.kind == "aggregated":
+                raise self.error(
+                    "a per-unit aggregate (a subquery grouped by the privacy unit) cannot be joined.",
+                    join,
+                    clause="JOIN",
+                    why="the join could repeat each person's row, and their bounded value, many times.",
+                    fix="do the join inside the subquery, before grouping by the unit.",
+                    privacy=True,
+                )
         if not {f.qualifier for f in right.fields}.isdisjoint({f.qualifier for f in left.fields}):
             raise self.error(
                 "the same alias is used twice.",
@@ -386,11 +412,17 @@ class _Planner:
                 clause="JOIN",
                 fix="give each table its own alias.",
             )
+        join_kind: Literal["inner", "left"] = "left" if side == "LEFT" else "inner"
+        if join_kind == "left":
+            # Rows without a match are extended with NULLs: nothing on the right is non-nullable.
+            nullable = [replace(f, nullable=True) for f in right.fields]
+            right = _Source(
+                _with_fields(right.relation, nullable), nullable, right.unit, right.tables
+            )
         both = _Source(
             left.relation, left.fields + right.fields, left.unit, left.tables + right.tables
         )
         left_key, right_key = self.join_keys(join, left, right, both)
-        join_kind: Literal["inner", "left"] = "left" if side == "LEFT" else "inner"
         if left.private and right.private:
             assert left.unit is not None and right.unit is not None
             if (
@@ -483,11 +515,13 @@ class _Planner:
                 fix="write ON a.key = b.key.",
             )
         lf, rf = (a, b) if a.id in left_ids else (b, a)
-        if not ({lf.type, rf.type} <= {"int", "float"} or lf.type == rf.type):
+        if lf.type != rf.type:
             raise self.error(
                 f"the join compares a {lf.type} with a {rf.type}.",
                 on,
                 clause="JOIN",
+                why="the engine would convert one side, and converted values can collide (many keys "
+                "matching one), multiplying rows beyond what was measured.",
                 fix="join columns of the same type.",
             )
         return lf.id, rf.id
@@ -1260,6 +1294,16 @@ class _State:
             if expr is None:
                 expr = self.post_expr(node, "ORDER BY", hidden=True)
             self.order.append(OrderItem(expr=expr, descending=bool(ordered.args.get("desc"))))
+
+
+def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
+    """The same relation exposing ``fields`` (marks a LEFT JOIN's right side nullable)."""
+    match relation:
+        case Scan() | Project() | UnitAggregate():
+            return replace(relation, fields=tuple(fields))
+        case Filter(child=child):
+            return replace(relation, child=_with_fields(child, fields))
+    return relation
 
 
 def _label(agg: AggCall) -> str:

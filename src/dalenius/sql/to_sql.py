@@ -53,6 +53,7 @@ from dalenius.plan.nodes import (
     Relation,
     Scan,
     UnitAggregate,
+    all_fields,
     output_fields,
 )
 from dalenius.sql.dialects import (
@@ -116,7 +117,8 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
     query = plan.query
     fields = output_fields(query.relation)
     compiler = Compiler(
-        {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in fields}, dialect
+        {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in all_fields(query.relation)},
+        dialect,
     )
     relation = compiler.relation(query.relation, dialect)
     keys = [compiler.expression(k.expr) for k in query.group_by]
@@ -139,18 +141,23 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             conditions=conditions,
         )
         conditions = []
-    source = relation.subquery("__rows")
+    # The relation is rendered once and shared by every statement of the query: building each
+    # statement as one sqlglot tree would deep-copy it each time, which dominated planning.
+    source = f"({relation.sql(dialect=dialect)}) AS __rows"
+    key_sql = [k.sql(dialect=dialect) for k in keys]
+    condition_sql = [c.sql(dialect=dialect) for c in conditions]
 
     def grouped(select: list[exp.Expr], extra_group: list[exp.Expr], where: list[exp.Expr]) -> str:
-        q = exp.select(
-            *[exp.alias_(k.copy(), f"__k{i}") for i, k in enumerate(keys)], *select
-        ).from_(source.copy())
-        if conditions or where:
-            q = q.where(exp.and_(*[c.copy() for c in conditions], *where))
-        group = [k.copy() for k in keys] + extra_group
+        names = [f"{k} AS __k{i}" for i, k in enumerate(key_sql)]
+        columns = ", ".join(names + [s.sql(dialect=dialect) for s in select])
+        text = f"SELECT {columns} FROM {source}"
+        filters = condition_sql + [f"({w.sql(dialect=dialect)})" for w in where]
+        if filters:
+            text += " WHERE " + " AND ".join(filters)
+        group = key_sql + [g.sql(dialect=dialect) for g in extra_group]
         if group:
-            q = q.group_by(*group)
-        return q.sql(dialect=dialect)
+            text += " GROUP BY " + ", ".join(group)
+        return text
 
     scalars = [m for m in plan.measurements if m.kind != "histogram"]
     columns = [exp.alias_(compiler.measurement(m), m.name) for m in scalars]
@@ -443,9 +450,20 @@ class Compiler:
                     )
                 return quotient
             case BinOp(op="%", left=left, right=right):
+                # x % -1 is 0, like x % 1, but INT64_MIN % -1 overflows: use 1 (same answers).
+                divisor = sub(right)
+                safe = exp.Case(
+                    ifs=[
+                        exp.If(
+                            this=exp.EQ(this=divisor.copy(), expression=exp.Literal.number(-1)),
+                            true=exp.Literal.number(1),
+                        )
+                    ],
+                    default=divisor.copy(),
+                )
                 return modulo(
                     sub(left),
-                    exp.Nullif(this=sub(right), expression=exp.Literal.number(0)),
+                    exp.Nullif(this=safe, expression=exp.Literal.number(0)),
                     self.dialect,
                     floats=not (self._is_int(left) and self._is_int(right)),
                 )
@@ -459,16 +477,16 @@ class Compiler:
                 return exp.Neg(this=exp.Paren(this=_double(sub(o))))
             case IsNull(operand=o, negated=neg):
                 is_null = exp.Is(this=sub(o), expression=exp.Null())
-                return exp.Not(this=is_null) if neg else is_null
+                return exp.Paren(this=exp.Not(this=is_null) if neg else is_null)
             case InList(operand=o, items=items, negated=neg):
                 in_list = exp.In(this=sub(o), expressions=[sub(i) for i in items])
-                return _negated(in_list) if neg else in_list
+                return _negated(in_list) if neg else exp.Paren(this=in_list)
             case Between(operand=o, low=lo, high=hi, negated=neg):
                 between = exp.Between(this=sub(o), low=sub(lo), high=sub(hi))
-                return _negated(between) if neg else between
+                return _negated(between) if neg else exp.Paren(this=between)
             case Like(operand=o, pattern=p, negated=neg, case_insensitive=ci):
                 like: exp.Expr = (exp.ILike if ci else exp.Like)(this=sub(o), expression=sub(p))
-                return _negated(like) if neg else like
+                return _negated(like) if neg else exp.Paren(this=like)
             case Func(name="ABS", args=args):
                 return exp.Abs(this=_double(sub(args[0])))
             case Func(name="ROUND", args=args):

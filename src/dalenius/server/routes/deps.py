@@ -19,7 +19,11 @@ bearer = HTTPBearer(
 )
 
 
-def gateway(request: Request) -> Gateway:
+# Dependencies that do no I/O are coroutines, so FastAPI runs them on the event loop instead of
+# handing each to a worker thread.
+
+
+async def gateway(request: Request) -> Gateway:
     """The gateway this application serves."""
     found: Gateway = request.app.state.gateway
     return found
@@ -38,7 +42,7 @@ def caller(
     return found
 
 
-def curator(who: Annotated[Caller, Depends(caller)]) -> Caller:
+async def curator(who: Annotated[Caller, Depends(caller)]) -> Caller:
     """The signed-in caller, if a curator (or 403)."""
     if not who.is_curator:
         raise ForbiddenError(
@@ -49,7 +53,7 @@ def curator(who: Annotated[Caller, Depends(caller)]) -> Caller:
     return who
 
 
-def single_query_values(request: Request, who: Annotated[Caller, Depends(caller)]) -> None:
+async def single_query_values(request: Request, who: Annotated[Caller, Depends(caller)]) -> None:
     """Refuse a query parameter given twice: which one counts would be a guess.
 
     It depends on :func:`caller` so that authentication is still checked first.

@@ -120,14 +120,19 @@ export async function analystsPage(root, params) {
     else location.hash = target;
   };
   root.append(createForm(go), issued);
-  const rows = principals.map((p) => [
-    td(h("a", { href: `#/admin/analysts?name=${enc(p.name)}`, text: p.name })),
-    h("span", { class: `badge ${p.role === "curator" ? "accent" : ""}`, text: p.role }),
-    p.grants.length ? p.grants.join(", ") : h("span", { class: "muted", text: "none" }),
-    td(String(p.tokens.filter((t) => !t.revoked_at).length), "num"),
-    td(fmtTime(p.created_at), "nowrap"),
-  ]);
-  root.append(h("section", { class: "card" }, h("h2", { text: "Everyone" }), table(["Name", "Role", "Grants", { label: "Active tokens", num: true }, "Created"], rows, { label: "Principals" })), detail);
+  const everyone = h("div", {});
+  const drawEveryone = (list) => {
+    const rows = list.map((p) => [
+      td(h("a", { href: `#/admin/analysts?name=${enc(p.name)}`, text: p.name })),
+      h("span", { class: `badge ${p.role === "curator" ? "accent" : ""}`, text: p.role }),
+      p.grants.length ? p.grants.join(", ") : h("span", { class: "muted", text: "none" }),
+      td(String(p.tokens.filter((t) => !t.revoked_at).length), "num"),
+      td(fmtTime(p.created_at), "nowrap"),
+    ]);
+    clear(everyone).append(h("section", { class: "card" }, h("h2", { text: "Everyone" }), table(["Name", "Role", "Grants", { label: "Active tokens", num: true }, "Created"], rows, { label: "Principals" })));
+  };
+  drawEveryone(principals);
+  root.append(everyone, detail);
   const name = params.get("name");
   if (!name) return;
   const showSecret = (token) => {
@@ -136,8 +141,9 @@ export async function analystsPage(root, params) {
   };
   const refresh = async () => {
     try {
-      const view = await detailView(name, datasets, refresh, showSecret);
+      const [view, fresh] = await Promise.all([detailView(name, datasets, refresh, showSecret), get("/principals")]);
       clear(detail).append(view);
+      drawEveryone(fresh.principals);
     } catch (failure) {
       clear(detail).append(errorAlert(failure));
     }

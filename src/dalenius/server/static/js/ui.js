@@ -63,13 +63,19 @@ export function fmtEps(value) {
   return Number(value).toLocaleString("en-US", { maximumSignificantDigits: 6 });
 }
 
+function fmtSmall(value) {
+  const number = Number(value);
+  return number !== 0 && Math.abs(number) < 1e-3 ? number.toExponential(0).replace("e-", "e−") : fmtEps(number);
+}
+
+// A loss as people read it; a δ of zero (a pure query charged to an (ε, δ) budget) is left out.
 export function fmtLoss(loss) {
   if (!loss) return "none";
   const parts = [];
   if (loss.epsilon !== undefined && loss.epsilon !== null) parts.push(`ε = ${fmtEps(loss.epsilon)}`);
-  if (loss.delta !== undefined && loss.delta !== null) parts.push(`δ = ${fmtEps(loss.delta)}`);
+  if (loss.delta !== undefined && loss.delta !== null && Number(loss.delta) !== 0) parts.push(`δ = ${fmtSmall(loss.delta)}`);
   if (loss.rho !== undefined && loss.rho !== null) parts.push(`ρ = ${fmtEps(loss.rho)}`);
-  return parts.join(", ") || "none";
+  return parts.join(", ") || "ε = 0";
 }
 
 export function mainValue(loss) {

@@ -1,0 +1,133 @@
+"""The datasets of the conformance suite, by name, as catalogs over CSV files.
+
+* ``adult`` and ``pums``: the shared data through the fixture catalogs of the SQL conformance
+  table (``tests/fixtures``), public lookup tables included.
+* ``visits``: a user-level table (privacy unit ``pid``) in which every unit stays within its caps,
+  so contribution bounding keeps every row and the answer does not depend on the hash key.
+* ``messy``: text that must become numbers, booleans and dates, malformed values included; it is
+  loaded into PostgreSQL as ``text`` columns, so PostgreSQL's guarded conversions are compared
+  with DuckDB's ``TRY_CAST`` and Spark's guarded casts on the same strings.
+* ``heavy`` and ``light``: ``visits`` with and without one unit far above its caps (for the test
+  that bounding holds on every engine).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dalenius.core.catalog import Catalog, load_catalog
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+
+VISITS_TOML = """
+[dataset]
+name = "{name}"
+
+[tables.visits]
+source = {{ csv = "{name}.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 3, max_groups = 2 }}
+
+[tables.visits.columns]
+pid = {{ type = "int" }}
+day = {{ type = "str", keys = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] }}
+amount = {{ type = "float", bounds = [0, 100] }}
+"""
+
+MESSY_TOML = """
+[dataset]
+name = "messy"
+
+[tables.t]
+source = { csv = "messy.csv" }
+privacy_unit = "row"
+
+[tables.t.columns]
+n = { type = "int", bounds = [0, 10] }
+x = { type = "float", bounds = [0, 2] }
+k = { type = "str", keys = ["a", "b"] }
+flag = { type = "bool", keys = [false, true] }
+d = { type = "date" }
+"""
+
+MESSY_TEXT = [
+    "5", " 7 ", "+3", "-3", "05", "2.5", "-2.5", "1e1", "1E-3", ".5", "5.", "9223372036854775807",
+    "9223372036854775808", "1e309", "-1e309", "1e-400", "nan", "NaN", "+inf", "-Infinity", "",
+    "n/a", "1,5", "5e", "e5", "١", "５", "5d", "\t8\n", "0.4999999999999999999999",
+]  # fmt: skip
+"""Strings every engine must read the same way (DuckDB's extra leniencies are in the executor tests)."""
+
+MESSY_FLAGS = ["true", "f", "YES", "n", "1", "0", "on", " true", "2", ""]
+MESSY_DATES = ["2021-02-03", "2020-02-29", "2021-02-30", "2021-2-3", " 2021-12-31 ", "2021-13-01"]
+MESSY_DATES += ["0999-01-01", "20210203", "x", ""]
+
+
+def fixture_catalog(name: str) -> Catalog:
+    """``adult`` or ``pums``, from ``tests/fixtures``."""
+    return load_catalog(FIXTURES / f"{name}.toml")
+
+
+def visits_frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Visits with one heavy unit (pid 1: 140 rows in 7 days) and without it.
+
+    Every other unit has 2 rows in at most 2 days, within max_rows = 3 and max_groups = 2.
+    """
+    rng = np.random.Generator(np.random.PCG64(7))  # test data only, never noise
+    others = pd.DataFrame(
+        {
+            "pid": np.arange(2, 402).repeat(2),
+            "day": rng.choice(DAYS, 800),
+            "amount": rng.uniform(-20, 150, 800).round(3),
+        }
+    )
+    heavy = pd.DataFrame({"pid": 1, "day": np.tile(DAYS, 20), "amount": np.full(140, 1000.0)})
+    with_heavy = pd.concat([others, heavy], ignore_index=True).sample(frac=1, random_state=3)
+    return with_heavy, others
+
+
+def write_visits(folder: Path, name: str, frame: pd.DataFrame) -> Catalog:
+    """A ``visits`` dataset called ``name`` over ``frame``, written as CSV into ``folder``."""
+    frame.to_csv(folder / f"{name}.csv", index=False)
+    (folder / f"{name}.toml").write_text(VISITS_TOML.format(name=name))
+    return load_catalog(folder / f"{name}.toml")
+
+
+def write_messy(folder: Path) -> Catalog:
+    """The ``messy`` dataset: every grammar string in every typed column, with keys and flags."""
+    rows = []
+    for i, text in enumerate(MESSY_TEXT):
+        rows.append(
+            [
+                text,
+                text,
+                ["a", "b", "", "c"][i % 4],
+                MESSY_FLAGS[i % len(MESSY_FLAGS)],
+                MESSY_DATES[i % len(MESSY_DATES)],
+            ]
+        )
+    with (folder / "messy.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["n", "x", "k", "flag", "d"])
+        writer.writerows(rows)
+    (folder / "messy.toml").write_text(MESSY_TOML)
+    return load_catalog(folder / "messy.toml")
+
+
+def shuffled_adult(folder: Path) -> Catalog:
+    """``adult`` with its rows in another order (same bytes per row)."""
+    source = FIXTURES.parent.parent.parent / "shared" / "data" / "adult.csv"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    header, body = lines[0], lines[1:]
+    order = np.random.Generator(np.random.PCG64(11)).permutation(len(body))  # test data only
+    (folder / "adult_shuffled.csv").write_text(header + "".join(body[i] for i in order))
+    text = (FIXTURES / "adult.toml").read_text()
+    text = text.replace('name = "adult"', 'name = "adult_shuffled"')
+    text = text.replace("../../../shared/data/adult.csv", str(folder / "adult_shuffled.csv"))
+    text = text.replace('"edu_levels.csv"', f'"{FIXTURES / "edu_levels.csv"}"')
+    (folder / "adult_shuffled.toml").write_text(text)
+    return load_catalog(folder / "adult_shuffled.toml")
