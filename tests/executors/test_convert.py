@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +46,28 @@ DUCKDB_ONLY = [
     ("d", "2021-02-03 10:00:00", "2021-02-03"),
     ("d", "epoch", "1970-01-01"),
     ("d", "infinity", "9999-12-31"),
+    ("d", "inf", "9999-12-31"),
+    ("d", " inf", "9999-12-31"),
+    ("d", "Infinity", "9999-12-31"),
+    ("d", "INFINITY", "9999-12-31"),
+    ("d", "-inf", "0001-01-01"),
+    ("d", "-Infinity", "0001-01-01"),
 ]
 """Forms DuckDB's TRY_CAST reads that the grammar does not (PostgreSQL and Spark read NULL)."""
 
-COLUMNS = 'n = "int"\nx = "float"\nb = "bool"\nd = "date"\n'
+COLUMNS = 'n = "int"\nx = "float"\nb = "bool"\nd = "date"\ns = "str"\n'
+"""The text column ``s`` also keeps DuckDB from a bug: when every column of a CSV scan is cast,
+DuckDB 2.0 moves the casts into ``read_csv``, which raises on a malformed value instead of giving
+NULL (``test_duckdb_csv.py`` pins it)."""
 
 
 def write_csv(folder: Path, values: list[str]) -> Path:
     path = folder / "grammar.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["i", "n", "x", "b", "d"])
+        writer.writerow(["i", "n", "x", "b", "d", "s"])
         for i, text in enumerate(values):
-            writer.writerow([i, text, text, text, text])
+            writer.writerow([i, text, text, text, text, text])
     return path
 
 
@@ -73,7 +82,7 @@ def csv_catalog(folder: Path, engine: str) -> Catalog:
 
 def read_all(executor: Executor, catalog: Catalog) -> list[tuple[Any, ...]]:
     executor.prepare(catalog.tables[0])
-    rows = executor.fetch('SELECT "i", "n", "x", "b", "d" FROM "g" ORDER BY "i"')
+    rows = executor.fetch('SELECT "i", "n", "x", "b", "d", "s" FROM "g" ORDER BY "i"')
     return [tuple(_comparable(v) for v in row[1:]) for row in rows]
 
 
@@ -92,10 +101,12 @@ def reference(folder: Path) -> list[tuple[Any, ...]]:
 
 
 def postgres_catalog(pg_admin: Any, schema: str, values: list[str], name: str) -> Catalog:
-    pg_admin.execute(f'CREATE TABLE "{schema}"."{name}" (i bigint, n text, x text, b text, d text)')
+    pg_admin.execute(
+        f'CREATE TABLE "{schema}"."{name}" (i bigint, n text, x text, b text, d text, s text)'
+    )
     with pg_admin.cursor().copy(f'COPY "{schema}"."{name}" FROM STDIN') as copy:
         for i, text in enumerate(values):
-            copy.write_row((i, text, text, text, text))
+            copy.write_row((i, text, text, text, text, text))
     text = (
         f'[tables.g]\nsource = {{ postgres = "{POSTGRES_ADMIN_URL}", table = "{schema}.{name}" }}\n'
         f'privacy_unit = "row"\n\n[tables.g.columns]\ni = "int"\n{COLUMNS}'
@@ -107,9 +118,11 @@ def test_the_patterns_are_literal_safe_and_the_thresholds_exact() -> None:
     patterns = [convert.INT_TEXT, convert.NAN_TEXT, convert.POS_INF_TEXT, convert.NEG_INF_TEXT]
     assert all("\\" not in p and "'" not in p for p in [*patterns, convert.DATE_TEXT])
     over, under = Decimal(convert.DOUBLE_OVERFLOW), Decimal(convert.DOUBLE_UNDERFLOW)
-    tiny = Decimal(10) ** -1200
-    assert float(over) == math.inf and float(over - tiny) == 1.7976931348623157e308
-    assert float(under) == 0.0 and float(under + tiny) == 5e-324
+    with localcontext() as ctx:
+        ctx.prec = 2000
+        tiny = Decimal(10) ** -1200
+        assert float(over) == math.inf and float(over - tiny) == 1.7976931348623157e308
+        assert float(under) == 0.0 and float(under + tiny) == 5e-324
 
 
 @pytest.mark.postgres
@@ -141,10 +154,27 @@ def reference_rows(folder: Path, values: list[str]) -> list[tuple[Any, ...]]:
 
 
 def assert_same(got: list[tuple[Any, ...]], expected: list[tuple[Any, ...]]) -> None:
+    known = {(name, text) for name, text, _ in DUCKDB_ONLY}
+    names = ("n", "x", "b", "d", "s")
     differences = [
-        (GRAMMAR[i], g, e) for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e
+        (GRAMMAR[i], name, g, e)
+        for i, (got_row, expected_row) in enumerate(zip(got, expected, strict=True))
+        for name, g, e in zip(names, got_row, expected_row, strict=True)
+        if g != e and (name, GRAMMAR[i]) not in known
     ]
     assert not differences, differences
+
+
+COLUMN = {"n": 0, "x": 1, "d": 2}
+
+
+def extras_are_null(rows: list[tuple[Any, ...]]) -> None:
+    read = [
+        (name, text, row[COLUMN[name]])
+        for (name, text, _), row in zip(DUCKDB_ONLY, rows, strict=True)
+        if row[COLUMN[name]] is not None
+    ]
+    assert not read, read
 
 
 @pytest.mark.postgres
@@ -152,8 +182,7 @@ def test_postgres_reads_duckdbs_extra_forms_as_null(pg_admin: Any, pg_schema: st
     values = [text for _, text, _ in DUCKDB_ONLY]
     catalog = postgres_catalog(pg_admin, pg_schema, values, "extras")
     with PostgresExecutor(catalog) as executor:
-        rows = executor.fetch('SELECT "n", "x", "d" FROM "g" ORDER BY "i"')
-    assert rows == [(None, None, None)] * len(values)
+        extras_are_null(executor.fetch('SELECT "n", "x", "d" FROM "g" ORDER BY "i"'))
 
 
 @pytest.mark.spark
@@ -162,8 +191,7 @@ def test_spark_reads_duckdbs_extra_forms_as_null(tmp_path: Path) -> None:
     catalog = csv_catalog(tmp_path, "spark")
     with SparkExecutor(catalog, partitions=1) as executor:
         executor.prepare(catalog.tables[0])
-        rows = executor.fetch('SELECT "n", "x", "d" FROM "g" ORDER BY "i"')
-    assert rows == [(None, None, None)] * len(DUCKDB_ONLY)
+        extras_are_null(executor.fetch('SELECT "n", "x", "d" FROM "g" ORDER BY "i"'))
 
 
 def test_duckdb_reads_the_extra_forms_documented_in_engines_md(tmp_path: Path) -> None:

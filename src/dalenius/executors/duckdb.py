@@ -125,8 +125,18 @@ class DuckDBExecutor(Executor):
         raw = self._raw_relation(table)
         projection = ", ".join(_converted(c) for c in table.columns)
         name = table.name.replace('"', '""')
-        kind = "TABLE" if table.source.kind == "csv" else "VIEW"
-        self._con.execute(f'CREATE OR REPLACE {kind} "{name}" AS SELECT {projection} FROM {raw}')
+        if table.source.kind == "csv":
+            # Load the text first, then convert from that table: converting straight from
+            # read_csv lets DuckDB push TRY_CAST into the CSV reader, which raises on a malformed
+            # value instead of reading NULL — an error that would depend on the data.
+            text = f'"__text_{name}"'
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
+            self._con.execute(
+                f'CREATE OR REPLACE TABLE "{name}" AS SELECT {projection} FROM {text}'
+            )
+            self._con.execute(f"DROP TABLE {text}")
+        else:
+            self._con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {projection} FROM {raw}')
         self._loaded.add(table.name)
 
 

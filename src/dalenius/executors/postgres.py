@@ -161,6 +161,22 @@ FUNCTIONS: dict[str, str] = {
 """The ``pg_temp`` functions every session defines (those called by :mod:`dalenius.sql.dialects`
 plus ``dalenius_to_double``, the safe NUMERIC → double conversion), in creation order."""
 
+for _name in ("dalenius_add", "dalenius_sub", "dalenius_mul", "dalenius_div", "dalenius_mod"):
+    # The planner inlines a SQL function only if its arguments are cheap, since the body reads
+    # each of them several times; with another call as an argument (a * b * c) it would run the
+    # function through the slow SQL-function executor, row by row. These PL/pgSQL twins evaluate
+    # their arguments once and inline the SQL function inside: about five times faster there.
+    FUNCTIONS[f"{_name}_p"] = (
+        f"CREATE OR REPLACE FUNCTION pg_temp.{_name}_p(a float8, b float8) RETURNS float8 "
+        "LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS "
+        f"$dalenius$ BEGIN RETURN pg_temp.{_name}(a, b); END $dalenius$"
+    )
+FUNCTIONS["dalenius_round_p"] = (
+    "CREATE OR REPLACE FUNCTION pg_temp.dalenius_round_p(x float8, d bigint) RETURNS float8 "
+    "LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS "
+    "$dalenius$ BEGIN RETURN pg_temp.dalenius_round(x, d); END $dalenius$"
+)
+
 
 def _psycopg() -> Any:
     try:

@@ -54,6 +54,7 @@ MASTER = "local[2]"
 
 SESSION_CONF = {
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.memory": "2g",
     "spark.sql.session.timeZone": "UTC",
@@ -184,11 +185,13 @@ class SparkExecutor(Executor):
         return files_fingerprint(files)
 
     def close(self) -> None:
-        """Drop this executor's views (the shared Spark context stays up for other executors)."""
+        """Drop this executor's views and cached CSV data (the shared Spark context stays up)."""
         with self._lock:
             for name in self._loaded:
                 self._spark.catalog.dropTempView(name)
             self._loaded.clear()
+            for frame in self._frames.values():
+                frame.unpersist()
 
     # -- loading --------------------------------------------------------------------------------
 

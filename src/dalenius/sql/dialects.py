@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-POSTGRES_FUNCTIONS = (
+_PG_BASE = (
     "dalenius_add",
     "dalenius_sub",
     "dalenius_mul",
@@ -27,7 +27,13 @@ POSTGRES_FUNCTIONS = (
     "dalenius_mod",
     "dalenius_round",
 )
-"""Functions the PostgreSQL SQL calls in the session's ``pg_temp`` schema."""
+POSTGRES_FUNCTIONS = (*_PG_BASE, *(f"{name}_p" for name in _PG_BASE))
+"""Functions the PostgreSQL SQL calls in the session's ``pg_temp`` schema.
+
+Each comes in two forms: a SQL function, which the planner inlines when its arguments are simple
+(columns, literals, casts), and a PL/pgSQL twin (``_p``) for other arguments, which would stop the
+inlining and leave the SQL function to PostgreSQL's much slower row-by-row SQL-function executor.
+"""
 
 _PG_ARITHMETIC = {
     "+": "dalenius_add",
@@ -129,7 +135,27 @@ def round_half(
 
 
 def _pg_call(name: str, *args: exp.Expr) -> exp.Expr:
+    if not all(_simple(a) for a in args):
+        name += "_p"
     return exp.Dot(
         this=exp.to_identifier("pg_temp"),
         expression=exp.Anonymous(this=name, expressions=list(args)),
     )
+
+
+def _simple(node: exp.Expr) -> bool:
+    """Whether PostgreSQL may inline a function reading ``node`` several times (it is cheap).
+
+    Example:
+        >>> _simple(exp.cast(exp.column("a"), exp.DataType.Type.DOUBLE))
+        True
+        >>> _simple(double_arithmetic("*", exp.column("a"), exp.column("b"), "postgres"))
+        False
+    """
+    if isinstance(node, exp.Column | exp.Literal | exp.Null | exp.Boolean):
+        return True
+    if isinstance(node, exp.Cast | exp.Neg | exp.Paren):
+        return _simple(node.this)
+    if isinstance(node, exp.Nullif):
+        return _simple(node.this) and _simple(node.expression)
+    return False

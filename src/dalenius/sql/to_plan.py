@@ -1187,13 +1187,13 @@ class _State:
         expr = self.substitute_keys(expr)
         leftover = sorted(c for c in columns(expr) if not c.startswith("@"))
         if leftover:
-            name = next(f.name for f in self.source.fields if f.id == leftover[0])
+            field = next(f for f in self.source.fields if f.id == leftover[0])
             raise self.error(
-                f"column {name!r} is neither aggregated nor in GROUP BY.",
+                f"column {field.name!r} is neither aggregated nor in GROUP BY.",
                 node,
                 clause=clause,
                 why="a bare column would release row-level values.",
-                fix=f"wrap it in an aggregate, e.g. AVG({name}), or add it to GROUP BY.",
+                fix=_bare_column_fix(field),
                 privacy=True,
             )
         self.check_post(expr, node, clause)
@@ -1304,6 +1304,16 @@ def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
         case Filter(child=child):
             return replace(relation, child=_with_fields(child, fields))
     return relation
+
+
+def _bare_column_fix(field: Field) -> str:
+    """A rewrite that fits the column: average a bounded number, count or group anything else."""
+    name = field.name
+    if field.type in ("int", "float") and field.bounds is not None:
+        return f"aggregate it, e.g. AVG({name}) or MEDIAN({name}), or add it to GROUP BY."
+    if field.keys is not None:
+        return f"add it to GROUP BY (its keys are public), or count it: COUNT({name})."
+    return f"count it, e.g. COUNT({name}) or COUNT(DISTINCT {name}); listing its values is not possible."
 
 
 def _label(agg: AggCall) -> str:

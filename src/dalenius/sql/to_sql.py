@@ -16,7 +16,7 @@ Example:
     >>> from dalenius.plan.expr import Col
     >>> m = Measurement("m0", "sum", Col("age"), "int", (F(17), F(90)), F(0), F(1), 90, 90, F(1))
     >>> print(Compiler({}).measurement(m).sql("duckdb"))
-    SUM(CAST(CASE WHEN "age" IS NULL THEN NULL ELSE LEAST(GREATEST("age", 17), 90) END AS BIGINT))
+    SUM(CAST(CASE WHEN "age" < 17 THEN 17 WHEN "age" > 90 THEN 90 ELSE "age" END AS BIGINT))
 """
 
 from __future__ import annotations
@@ -115,7 +115,6 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
     from the OS generator, and all statements of one query share it (so they see the same rows).
     """
     query = plan.query
-    fields = output_fields(query.relation)
     compiler = Compiler(
         {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in all_fields(query.relation)},
         dialect,
@@ -129,10 +128,15 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
                 exp.In(this=sql_key.copy(), expressions=[_key_literal(v) for v in key.keys])
             )
     if query.unit.kind == "id":
+        # Rank rows by a hash of the fields the measurements and keys read, not of every field:
+        # rows alike in those fields are interchangeable for this query, and the engine need
+        # not carry (or sort) the other columns (in DuckDB, a third of the time and most memory).
+        args = [compiler.expression(m.arg) for m in plan.measurements if m.arg is not None]
+        read = sorted({c.name for e in [*keys, *args] for c in e.find_all(exp.Column)})
         relation = bounded(
             relation,
             unit=query.unit.field or "",
-            row_fields=[f.id for f in fields],
+            row_fields=read or [query.unit.field or ""],
             keys=keys,
             max_rows=query.unit.max_rows,
             max_groups=query.unit.max_groups,
@@ -140,6 +144,11 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             salt=salt,
             conditions=conditions,
         )
+        conditions = []
+    elif plan.public_groups:
+        # Every group key is public and no unit is bounded: rows outside the key lists only form
+        # groups that exact_values drops, so the engine need not test every row against the
+        # lists (in DuckDB a string IN list costs more than the aggregate itself).
         conditions = []
     # The relation is rendered once and shared by every statement of the query: building each
     # statement as one sqlglot tree would deep-copy it each time, which dominated planning.
@@ -350,12 +359,20 @@ class Compiler:
         exact_ints = m.arg_type == "int" and all(b.denominator == 1 for b in m.bounds)
         if m.kind == "sum":
             if exact_ints and scale.denominator == 1 and offset.denominator == 1:
-                units: exp.Expr = exp.cast(clipped, exp.DataType.Type.BIGINT)
+                # Σ (x·scale − offset) = scale·Σx − offset·n, exactly, in integers: the engine
+                # then does no arithmetic per row (DuckDB sums a column twice as fast as an
+                # expression). With no rows, SUM is NULL, read as 0.
+                units: exp.Expr = exact_sum(
+                    exp.cast(clipped, exp.DataType.Type.BIGINT), self.dialect
+                )
                 if scale != 1:
                     units = exp.Mul(this=units, expression=_number(scale))
                 if offset:
-                    units = exp.Sub(this=units, expression=_number(offset))
-                return exact_sum(units, self.dialect)
+                    count = exp.Count(this=clipped.copy())
+                    units = exp.Sub(
+                        this=units, expression=exp.Mul(this=_number(offset), expression=count)
+                    )
+                return units
             shifted = exp.Sub(
                 this=exp.Mul(this=_double(clipped), expression=_number(scale)),
                 expression=_number(offset),
@@ -525,15 +542,17 @@ def _clip(value: exp.Expr, low: Fraction, high: Fraction) -> exp.Expr:
     """``value`` clipped to ``[low, high]``, NULL staying NULL.
 
     Engines' GREATEST/LEAST skip NULL arguments (``GREATEST(NULL, 0)`` is 0), which would count a
-    missing value as the lower bound; the explicit guard keeps aggregates over non-NULL values.
+    missing value as the lower bound. One CASE keeps NULL (both comparisons are unknown) and is
+    cheaper than a NULL guard around LEAST/GREATEST (about twice as fast in DuckDB at 10M rows).
+    NaN compares above every number in DuckDB, PostgreSQL and Spark, so it becomes ``high``.
     """
-    inner = exp.Least(
-        this=exp.Greatest(this=value.copy(), expressions=[_number(low)], ignore_nulls=True),
-        expressions=[_number(high)],
-        ignore_nulls=True,
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.LT(this=value.copy(), expression=_number(low)), true=_number(low)),
+            exp.If(this=exp.GT(this=value.copy(), expression=_number(high)), true=_number(high)),
+        ],
+        default=value.copy(),
     )
-    is_null = exp.Is(this=value.copy(), expression=exp.Null())
-    return exp.Case(ifs=[exp.If(this=is_null, true=exp.Null())], default=inner)
 
 
 def _half_up(value: exp.Expr) -> exp.Expr:

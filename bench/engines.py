@@ -1,0 +1,448 @@
+"""Benchmark of Dalenius on each engine: its time beside the raw engine's for the same aggregate.
+
+Run ``.venv/bin/python bench/engines.py --rows 1000000 10000000`` (see ``docs/engines.md``). For each
+table size it generates the synthetic census tables once (``dalenius.datasets.census``, Parquet;
+``visits`` has 1 to 5 rows per person), loads them where an engine needs them (PostgreSQL: COPY into
+schema ``dalenius_bench`` of database ``test``), then runs Q1–Q7 at ε = 1:
+
+* Q1 ``COUNT(*) WHERE age >= 40``; Q2 ``SUM(income)`` clipped to [0, 500000]; Q3 ``AVG(age)``
+  clipped to [0, 100]; Q4 ``COUNT`` by education (16 public keys); Q5 ``AVG(hours_per_week)`` by
+  state (50 public keys); Q6 ``COUNT`` by zip (about 5,000 keys, not public: private partition
+  selection, with δ = 1e-6; reported as "not supported yet" if Dalenius refuses it); Q7 = Q5 on
+  ``visits`` with the person as the privacy unit (at most 5 rows and 1 group per person).
+
+"Raw" is the plain aggregate SQL on the same engine over the same data (``SELECT AVG(age) FROM
+people``). Each time is the median of ``--repeats`` runs after a warm-up, raw and Dalenius runs
+interleaved, data already loaded. Dalenius's time is split into parts: plan (parse, validate,
+compile the DP plan and its SQL), ledger (reserve, commit, remaining budget; a SQLite file
+ledger), version (the data fingerprint of the answer cache), SQL (the exact query in the engine),
+noise, and the rest (post-processing). Every run uses a fresh analyst, so no answer comes from the
+ledger's cache. Peak memory is the Python process's peak resident set during the engine's runs;
+the JVM (Spark) and the server backend (PostgreSQL) are reported separately.
+
+This is a benchmark, not a test: it prints one table per size and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from dalenius.core.catalog import Catalog, Source, load_catalog
+from dalenius.core.errors import QueryError
+from dalenius.core.loss import ApproxDP
+from dalenius.datasets.census import write_benchmark
+from dalenius.engine import session as session_module
+from dalenius.engine.session import Session, connect
+from dalenius.executors.base import Executor
+from dalenius.executors.factory import executor_for
+from dalenius.ledger.base import Ledger, open_ledger
+
+PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+PG_SCHEMA = "dalenius_bench"
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    sql: str
+    raw: str
+    delta: float | None = None
+
+
+QUERIES = [
+    Query(
+        "Q1",
+        "SELECT COUNT(*) FROM people WHERE age >= 40",
+        "SELECT COUNT(*) FROM people WHERE age >= 40",
+    ),
+    Query("Q2", "SELECT SUM(income) FROM people", "SELECT SUM(income) FROM people"),
+    Query("Q3", "SELECT AVG(age) FROM people", "SELECT AVG(age) FROM people"),
+    Query(
+        "Q4",
+        "SELECT education, COUNT(*) FROM people GROUP BY education",
+        "SELECT education, COUNT(*) FROM people GROUP BY education",
+    ),
+    Query(
+        "Q5",
+        "SELECT state, AVG(hours_per_week) FROM people GROUP BY state",
+        "SELECT state, AVG(hours_per_week) FROM people GROUP BY state",
+    ),
+    Query(
+        "Q6",
+        "SELECT zip, COUNT(*) FROM people GROUP BY zip",
+        "SELECT zip, COUNT(*) FROM people GROUP BY zip",
+        delta=1e-6,
+    ),
+    Query(
+        "Q7",
+        "SELECT state, AVG(hours_per_week) FROM visits GROUP BY state",
+        "SELECT state, AVG(hours_per_week) FROM visits GROUP BY state",
+    ),
+]
+PARTS = ("plan", "ledger", "version", "sql", "noise")
+
+
+@dataclass
+class Timer:
+    """Seconds spent in each part of one Dalenius query."""
+
+    parts: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
+    depth: int = 0
+
+    def wrap(self, part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            # A timed call inside another (PostgreSQL's data version runs a query) counts once.
+            self.depth += 1
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.parts[part] += time.perf_counter() - start
+
+        return timed
+
+    def reset(self) -> None:
+        for part in self.parts:
+            self.parts[part] = 0.0
+
+
+@dataclass
+class Row:
+    query: str
+    dalenius: float | None
+    raw: float
+    parts: dict[str, float]
+    note: str = ""
+
+
+# -- engines ------------------------------------------------------------------------------------
+
+
+class Engine:
+    """One engine: a Dalenius executor and a raw way to run the same SQL on the same data."""
+
+    name = ""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.executor = executor_for(catalog)
+
+    def raw(self, sql: str) -> Any:
+        raise NotImplementedError
+
+    def side_memory(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        self.executor.close()
+
+
+class DuckDB(Engine):
+    name = "duckdb"
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__(catalog)
+        import duckdb
+
+        self.con = duckdb.connect(":memory:")
+        for table in catalog.tables:
+            self.con.execute(
+                f"CREATE VIEW {table.name} AS SELECT * FROM read_parquet('{table.source.location}')"
+            )
+
+    def raw(self, sql: str) -> Any:
+        return self.con.execute(sql).fetchall()
+
+    def close(self) -> None:
+        super().close()
+        self.con.close()
+
+
+class Postgres(Engine):
+    name = "postgres"
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__(catalog)
+        import psycopg
+
+        self.con = psycopg.connect(PG_URL, autocommit=True)
+        self.con.execute(f"SET search_path = {PG_SCHEMA}")
+        self.backend = int(self.executor.fetch("SELECT pg_backend_pid()")[0][0])
+
+    def raw(self, sql: str) -> Any:
+        return self.con.execute(sql).fetchall()
+
+    def side_memory(self) -> str:
+        return f"server backend peak {_peak_of(self.backend) / 2**20:.0f} MiB"
+
+    def close(self) -> None:
+        super().close()
+        self.con.close()
+
+
+class Spark(Engine):
+    name = "spark"
+
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__(catalog)
+        from dalenius.executors.spark import shared_session
+
+        base = shared_session()
+        self.spark = base.newSession()
+        for table in catalog.tables:
+            self.spark.read.parquet(table.source.location).createOrReplaceTempView(table.name)
+        self.jvm = int(base.sparkContext._gateway.proc.pid)
+
+    def raw(self, sql: str) -> Any:
+        return self.spark.sql(sql).collect()
+
+    def side_memory(self) -> str:
+        return f"JVM peak {_peak_of(self.jvm) / 2**20:.0f} MiB"
+
+
+def load_postgres(catalog: Catalog) -> Catalog:
+    """COPY the Parquet tables into schema ``dalenius_bench`` (once per size) and point at them."""
+    import psycopg
+
+    types = {
+        "int": "bigint",
+        "float": "double precision",
+        "str": "text",
+        "bool": "boolean",
+        "date": "date",
+    }
+    with psycopg.connect(PG_URL, autocommit=True) as con:
+        con.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE")
+        con.execute(f"CREATE SCHEMA {PG_SCHEMA}")
+        for table in catalog.tables:
+            path = table.source.location
+            columns = ", ".join(f"{c.name} {types[c.type]}" for c in table.columns)
+            con.execute(f"CREATE TABLE {PG_SCHEMA}.{table.name} ({columns})")
+            names = [c.name for c in table.columns]
+            copy_sql = f"COPY {PG_SCHEMA}.{table.name} ({', '.join(names)}) FROM STDIN (FORMAT csv)"
+            with con.cursor() as cur, cur.copy(copy_sql) as copy:
+                for batch in pq.ParquetFile(path).iter_batches(batch_size=200_000, columns=names):
+                    sink = _CsvSink()
+                    pa_csv.write_csv(batch, sink, pa_csv.WriteOptions(include_header=False))
+                    copy.write(sink.data)
+            con.execute(f"ANALYZE {PG_SCHEMA}.{table.name}")
+    tables = tuple(
+        replace(t, source=Source("postgres", PG_URL, table=f"{PG_SCHEMA}.{t.name}"))
+        for t in catalog.tables
+    )
+    return replace(catalog, engine="postgres", tables=tables)
+
+
+class _CsvSink:
+    """A write-only file object collecting the bytes pyarrow writes."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, chunk: bytes) -> int:
+        self.data += chunk
+        return len(chunk)
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+def _status(pid: int | str, key: str) -> int:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _peak_of(pid: int) -> int:
+    try:
+        return _status(pid, "VmHWM")
+    except OSError:
+        return 0
+
+
+def _reset_peak() -> None:
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+
+
+@contextlib.contextmanager
+def instrumented(session: Session, timer: Timer) -> Iterator[None]:
+    """Time the parts of :meth:`Session.query` by wrapping the objects it calls."""
+    saved_noise = session_module.add_noise
+    session_module.add_noise = timer.wrap("noise", saved_noise)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        session_module.add_noise = saved_noise
+
+
+def make_session(
+    catalog: Catalog, executor: Executor, ledger: Ledger, analyst: str, timer: Timer
+) -> Session:
+    # A budget no run exhausts; every run is a fresh analyst, so none is answered from the cache.
+    ledger.set_budget(analyst, catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
+    session = connect(catalog, ledger=ledger, analyst=analyst, executor=executor)
+    session._prepare = timer.wrap("plan", session._prepare)  # type: ignore[method-assign]
+    return session
+
+
+class Wrapped:
+    """The executor and ledger with their methods timed (installed once per engine)."""
+
+    def __init__(self, executor: Executor, ledger: Ledger, timer: Timer) -> None:
+        executor.fetch = timer.wrap("sql", executor.fetch)  # type: ignore[method-assign]
+        executor.prepare = timer.wrap("sql", executor.prepare)  # type: ignore[method-assign]
+        executor.data_version = timer.wrap("version", executor.data_version)  # type: ignore[method-assign]
+        for name in ("reserve", "commit", "remaining"):
+            setattr(ledger, name, timer.wrap("ledger", getattr(ledger, name)))
+
+
+def run_engine(engine: Engine, repeats: int, ledger_path: Path) -> tuple[list[Row], int]:
+    ledger = open_ledger(str(ledger_path))
+    # Q6's private partition selection spends (ε, δ): account the dataset as approximate DP.
+    ledger.set_dataset(engine.catalog.name, definition="approx")
+    timer = Timer()
+    Wrapped(engine.executor, ledger, timer)
+    counter = iter(range(10**9))
+    rows = []
+    _reset_peak()
+    with instrumented(connect_once(engine, ledger, timer), timer):
+        for query in QUERIES:
+            rows.append(measure(engine, query, repeats, ledger, timer, counter))
+    peak = _status("self", "VmHWM")
+    return rows, peak
+
+
+def connect_once(engine: Engine, ledger: Ledger, timer: Timer) -> Session:
+    return make_session(engine.catalog, engine.executor, ledger, "bench-setup", timer)
+
+
+def measure(
+    engine: Engine, query: Query, repeats: int, ledger: Ledger, timer: Timer, counter: Iterator[int]
+) -> Row:
+    def dalenius() -> tuple[float, dict[str, float]]:
+        session = make_session(
+            engine.catalog, engine.executor, ledger, f"bench-{next(counter)}", timer
+        )
+        timer.reset()
+        start = time.perf_counter()
+        session.query(query.sql, epsilon=1, delta=query.delta)
+        return time.perf_counter() - start, dict(timer.parts)
+
+    def raw() -> float:
+        start = time.perf_counter()
+        engine.raw(query.raw)
+        return time.perf_counter() - start
+
+    try:
+        dalenius()  # warm-up (and the check that Dalenius answers it)
+    except QueryError as exc:
+        raw()
+        raw_times = [raw() for _ in range(repeats)]
+        first = str(exc).splitlines()[0]
+        return Row(
+            query.name, None, statistics.median(raw_times), {}, f"not supported yet ({first[:60]})"
+        )
+    raw()
+    d_times, r_times, parts = [], [], []
+    for _ in range(repeats):
+        r_times.append(raw())
+        elapsed, split = dalenius()
+        d_times.append(elapsed)
+        parts.append(split)
+    median_parts = {p: statistics.median(s[p] for s in parts) for p in PARTS}
+    return Row(query.name, statistics.median(d_times), statistics.median(r_times), median_parts)
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def print_table(rows_n: int, engine: Engine, rows: list[Row], peak: int) -> None:
+    side = engine.side_memory()
+    print(
+        f"\n{engine.name} — {rows_n:,} people — peak RSS of this process {peak / 2**20:.0f} MiB"
+        + (f"; {side}" if side else "")
+    )
+    head = f"{'query':5} {'dalenius ms':>11} {'raw ms':>9} {'ratio':>6}  " + " ".join(
+        f"{p:>8}" for p in (*PARTS, "other")
+    )
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        if row.dalenius is None:
+            print(f"{row.query:5} {'—':>11} {row.raw * 1e3:9.1f} {'—':>6}  {row.note}")
+            continue
+        other = row.dalenius - sum(row.parts.values())
+        parts = " ".join(f"{row.parts[p] * 1e3:8.1f}" for p in PARTS) + f" {other * 1e3:8.1f}"
+        ratio = row.dalenius / row.raw if row.raw else float("nan")
+        print(
+            f"{row.query:5} {row.dalenius * 1e3:11.1f} {row.raw * 1e3:9.1f} {ratio:6.2f}  {parts}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--rows", type=int, nargs="+", default=[1_000_000], help="people per table size"
+    )
+    parser.add_argument("--engines", nargs="+", default=["duckdb", "postgres", "spark"])
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per query (median)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "dalenius-bench",
+        help="where the generated tables are kept between runs",
+    )
+    args = parser.parse_args(argv)
+    classes = {"duckdb": DuckDB, "postgres": Postgres, "spark": Spark}
+    for n in args.rows:
+        folder = args.data / f"rows-{n}"
+        catalog_path = folder / "census.toml"
+        if not catalog_path.exists():
+            start = time.perf_counter()
+            write_benchmark(folder, n)
+            print(f"generated {n:,} people in {time.perf_counter() - start:.1f} s into {folder}")
+        catalog = load_catalog(catalog_path)
+        for name in args.engines:
+            variant = catalog
+            if name == "postgres":
+                start = time.perf_counter()
+                variant = load_postgres(catalog)
+                print(f"loaded {n:,} people into PostgreSQL in {time.perf_counter() - start:.1f} s")
+            elif name == "spark":
+                variant = replace(catalog, engine="spark")
+            engine = classes[name](variant)
+            with tempfile.TemporaryDirectory() as tmp:
+                rows, peak = run_engine(engine, args.repeats, Path(tmp) / "ledger.sqlite")
+            print_table(n, engine, rows, peak)
+            engine.close()
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

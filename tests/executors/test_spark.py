@@ -1,0 +1,135 @@
+"""The Spark executor: typed Parquet columns, ``spark`` sources, refusals and data versions."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sqlglot import exp
+
+from dalenius.core.catalog import Catalog, parse_catalog
+from dalenius.core.errors import CatalogError, ExecutionError
+from dalenius.executors.spark import SparkExecutor, shared_session
+from dalenius.sql.dialects import exact_sum
+
+pytestmark = pytest.mark.spark
+
+
+def catalog(folder: Path, source: str, columns: str) -> Catalog:
+    text = (
+        f'[dataset]\nname = "s"\nengine = "spark"\n\n[tables.t]\nsource = {source}\n'
+        f'privacy_unit = "row"\n\n[tables.t.columns]\n{columns}'
+    )
+    (folder / "cat.toml").write_text(text)
+    return parse_catalog(text, file=str(folder / "cat.toml"), base_dir=folder)
+
+
+@pytest.fixture
+def typed(tmp_path: Path) -> Path:
+    table = pa.table(
+        {
+            "i32": pa.array([1, None], pa.int32()),
+            "f32": pa.array([0.5, float("nan")], pa.float32()),
+            "dec": pa.array([Decimal("2.50"), Decimal("-2.50")], pa.decimal128(10, 2)),
+            "ts": pa.array([datetime.datetime(2021, 2, 3, 23, 59), None], pa.timestamp("us")),
+            "s": pa.array(["x", ""], pa.string()),
+            "b": pa.array([True, None], pa.bool_()),
+            "extra": pa.array([7, 8], pa.int64()),
+        }
+    )
+    pq.write_table(table, tmp_path / "typed.parquet")
+    return tmp_path
+
+
+def test_typed_parquet_columns_are_read_exactly(typed: Path) -> None:
+    columns = 'i32 = "int"\nf32 = "float"\ndec = "int"\nts = "date"\ns = "str"\nb = "bool"\n'
+    cat = catalog(typed, '{ parquet = "typed.parquet" }', columns)
+    with SparkExecutor(cat, partitions=1) as ex:
+        ex.prepare(cat.tables[0])
+        rows = ex.fetch(
+            'SELECT "i32", "f32", "dec", "ts", "s", "b" FROM "t" ORDER BY "i32" NULLS LAST'
+        )
+        with pytest.raises(ExecutionError, match="extra"):
+            ex.fetch('SELECT "extra" FROM "t"')  # only declared columns exist
+    first, second = rows
+    assert first == (1, 0.5, 3, datetime.date(2021, 2, 3), "x", True)
+    assert second[0] is None and second[1] != second[1]  # NaN stays NaN
+    assert second[2] == -3 and second[4] is None  # half away from zero; '' is NULL
+
+
+@pytest.mark.parametrize(("columns", "column"), [('f32 = "int"', "f32"), ('b = "int"', "b")])
+def test_a_type_that_would_need_a_guess_is_refused(typed: Path, columns: str, column: str) -> None:
+    with pytest.raises(CatalogError) as info:
+        SparkExecutor(catalog(typed, '{ parquet = "typed.parquet" }', columns))
+    assert f"column '{column}'" in str(info.value)
+    assert info.value.fix
+
+
+def test_a_missing_column_is_named(typed: Path) -> None:
+    with pytest.raises(CatalogError, match="has no column 'nope'"):
+        SparkExecutor(catalog(typed, '{ parquet = "typed.parquet" }', 'nope = "int"'))
+
+
+def test_spark_sources_read_relative_paths_with_a_format(typed: Path) -> None:
+    (typed / "dir").mkdir()
+    os.replace(typed / "typed.parquet", typed / "dir" / "part-0.bin")
+    source = '{ spark = "dir", options = { format = "parquet" } }'
+    cat = catalog(typed, source, 'extra = "int"')
+    with SparkExecutor(cat) as ex:
+        ex.prepare(cat.tables[0])
+        assert ex.fetch('SELECT SUM("extra") FROM "t"') == [(15,)]
+
+
+def test_spark_sources_read_tables_of_the_session(tmp_path: Path) -> None:
+    frame = shared_session().createDataFrame([(1, "a"), (2, "b")], "n long, k string")
+    frame.createOrReplaceGlobalTempView("dalenius_test_people")
+    cat = catalog(tmp_path, '{ spark = "global_temp.dalenius_test_people" }', 'n = "int"')
+    with SparkExecutor(cat) as ex:
+        ex.prepare(cat.tables[0])
+        assert ex.fetch('SELECT SUM("n") FROM "t"') == [(3,)]
+        assert len(ex.data_version(cat.tables[0])) == 16
+
+
+def test_the_data_version_follows_the_files(typed: Path) -> None:
+    cat = catalog(typed, '{ parquet = "typed.parquet" }', 'extra = "int"')
+    with SparkExecutor(cat) as ex:
+        before = ex.data_version(cat.tables[0])
+        assert ex.data_version(cat.tables[0]) == before
+        pq.write_table(
+            pa.table({"extra": pa.array([1, 2, 3], pa.int64())}), typed / "typed.parquet"
+        )
+        assert ex.data_version(cat.tables[0]) != before
+
+
+def test_an_unreadable_source_is_a_catalog_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(CatalogError, match="Spark cannot read the source"):
+        SparkExecutor(catalog(tmp_path, '{ parquet = "bad.parquet" }', 'x = "int"'))
+
+
+def test_close_drops_the_views(typed: Path) -> None:
+    cat = catalog(typed, '{ parquet = "typed.parquet" }', 'extra = "int"')
+    ex = SparkExecutor(cat)
+    ex.prepare(cat.tables[0])
+    assert ex.fetch('SELECT COUNT(*) FROM "t"') == [(2,)]
+    ex.close()
+    with pytest.raises(ExecutionError, match="t"):
+        ex.fetch('SELECT COUNT(*) FROM "t"')
+
+
+def test_an_integer_sum_beyond_bigint_is_exact(tmp_path: Path) -> None:
+    # Spark's SUM(BIGINT) is a BIGINT and raises on overflow; the dialect sums DECIMAL(38, 0).
+    big = 2**62
+    pq.write_table(pa.table({"n": pa.array([big] * 8, pa.int64())}), tmp_path / "big.parquet")
+    cat = catalog(tmp_path, '{ parquet = "big.parquet" }', 'n = "int"')
+    exact = exact_sum(exp.column("n", quoted=True), "spark").sql("spark")
+    with SparkExecutor(cat) as ex:
+        ex.prepare(cat.tables[0])
+        assert ex.fetch(f'SELECT {exact} FROM "t"') == [(8 * big,)]
+        with pytest.raises(ExecutionError, match="overflow"):
+            ex.fetch('SELECT SUM("n") FROM "t"')
