@@ -25,6 +25,7 @@ This is a benchmark, not a test: it prints one table per size and asserts nothin
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import statistics
@@ -133,7 +134,7 @@ class Row:
 # -- engines ------------------------------------------------------------------------------------
 
 
-class Engine:
+class Engine(abc.ABC):
     """One engine: a Dalenius executor and a raw way to run the same SQL on the same data."""
 
     name = ""
@@ -142,8 +143,9 @@ class Engine:
         self.catalog = catalog
         self.executor = executor_for(catalog)
 
+    @abc.abstractmethod
     def raw(self, sql: str) -> Any:
-        raise NotImplementedError
+        """Run ``sql`` directly on the engine (the baseline Dalenius is compared with)."""
 
     def side_memory(self) -> str:
         return ""

@@ -14,6 +14,7 @@ import pytest
 from tests.conformance import datasets
 from tests.conformance.engines import (
     connect_admin,
+    drop_stale_schemas,
     fresh_schema,
     load_into_postgres,
     postgres_variant,
@@ -59,6 +60,7 @@ def duckdb_sessions(catalogs: dict[str, Catalog]) -> Iterator[dict[str, Session]
 def postgres_connection() -> Iterator[Any]:
     """An administrative connection to the test server, or a loud failure naming the fix."""
     conn = connect_admin()
+    drop_stale_schemas(conn)
     yield conn
     conn.close()
 

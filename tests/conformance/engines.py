@@ -104,4 +104,22 @@ def connect_admin() -> Any:
 
 def fresh_schema() -> str:
     """A schema name no other test run uses."""
-    return f"dalenius_conformance_{os.getpid()}_{os.urandom(4).hex()}"
+    return f"{SCHEMA_PREFIX}{os.getpid()}_{os.urandom(4).hex()}"
+
+
+SCHEMA_PREFIX = "dalenius_conformance_"
+
+
+def drop_stale_schemas(connection: Any) -> None:
+    """Drop the schemas of earlier test runs on this machine whose process is gone (killed runs)."""
+    rows = connection.execute(
+        "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s)", (SCHEMA_PREFIX,)
+    ).fetchall()
+    for (name,) in rows:
+        pid = int(name.removeprefix(SCHEMA_PREFIX).split("_")[0])
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        except PermissionError:
+            continue  # another user's live process
