@@ -292,14 +292,25 @@ def _reset_peak() -> None:
 
 
 @contextlib.contextmanager
-def instrumented(session: Session, timer: Timer) -> Iterator[None]:
-    """Time the parts of :meth:`Session.query` by wrapping the objects it calls."""
-    saved_noise = session_module.add_noise
-    session_module.add_noise = timer.wrap("noise", saved_noise)  # type: ignore[assignment]
+def timed_parts(executor: Executor, ledger: Ledger, timer: Timer) -> Iterator[None]:
+    """Time the parts of :meth:`Session.query` by wrapping what it calls (restored afterwards)."""
+    wrapped = [
+        (executor, "fetch", "sql"),
+        (executor, "prepare", "sql"),
+        (executor, "data_version", "version"),
+        (ledger, "reserve", "ledger"),
+        (ledger, "commit", "ledger"),
+        (ledger, "remaining", "ledger"),
+        (session_module, "add_noise", "noise"),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in wrapped]
+    for owner, name, part in wrapped:
+        setattr(owner, name, timer.wrap(part, getattr(owner, name)))
     try:
         yield
     finally:
-        session_module.add_noise = saved_noise
+        for owner, name, original in saved:
+            setattr(owner, name, original)
 
 
 def make_session(
@@ -312,35 +323,20 @@ def make_session(
     return session
 
 
-class Wrapped:
-    """The executor and ledger with their methods timed (installed once per engine)."""
-
-    def __init__(self, executor: Executor, ledger: Ledger, timer: Timer) -> None:
-        executor.fetch = timer.wrap("sql", executor.fetch)  # type: ignore[method-assign]
-        executor.prepare = timer.wrap("sql", executor.prepare)  # type: ignore[method-assign]
-        executor.data_version = timer.wrap("version", executor.data_version)  # type: ignore[method-assign]
-        for name in ("reserve", "commit", "remaining"):
-            setattr(ledger, name, timer.wrap("ledger", getattr(ledger, name)))
-
-
 def run_engine(engine: Engine, repeats: int, ledger_path: Path) -> tuple[list[Row], int]:
     ledger = open_ledger(str(ledger_path))
     # Q6's private partition selection spends (ε, δ): account the dataset as approximate DP.
     ledger.set_dataset(engine.catalog.name, definition="approx")
     timer = Timer()
-    Wrapped(engine.executor, ledger, timer)
     counter = iter(range(10**9))
     rows = []
     _reset_peak()
-    with instrumented(connect_once(engine, ledger, timer), timer):
+    with timed_parts(engine.executor, ledger, timer):
         for query in QUERIES:
             rows.append(measure(engine, query, repeats, ledger, timer, counter))
     peak = _status("self", "VmHWM")
+    ledger.close()
     return rows, peak
-
-
-def connect_once(engine: Engine, ledger: Ledger, timer: Timer) -> Session:
-    return make_session(engine.catalog, engine.executor, ledger, "bench-setup", timer)
 
 
 def measure(

@@ -13,7 +13,8 @@ from tests.conformance.engines import POSTGRES_ADMIN_URL
 
 from dalenius.core.catalog import Catalog, parse_catalog
 from dalenius.core.errors import CatalogError, ExecutionError
-from dalenius.executors.postgres import FUNCTIONS, PostgresExecutor, redact
+from dalenius.executors.pg_functions import FUNCTIONS
+from dalenius.executors.postgres import PostgresExecutor, redact
 from dalenius.sql.dialects import POSTGRES_FUNCTIONS
 
 pytestmark = pytest.mark.postgres

@@ -320,7 +320,11 @@ class Compiler:
             value: exp.Expr = exp.Count(this=exp.Star() if arg is None else arg)
         elif agg.func == "sum":
             assert agg.arg is not None and arg is not None
-            value = exact_sum(arg, self.dialect) if self._is_int(agg.arg) else exp.Sum(this=arg)
+            value = (
+                exact_sum(arg, self.dialect, bigint=False)
+                if self._is_int(agg.arg)
+                else exp.Sum(this=arg)
+            )
         elif agg.func == "avg":
             value = exp.Avg(this=_double(arg)) if arg is not None else exp.Null()
         elif agg.func == "min":
