@@ -323,7 +323,9 @@ def make_session(
     return session
 
 
-def run_engine(engine: Engine, repeats: int, ledger_path: Path) -> tuple[list[Row], int]:
+def run_engine(
+    engine: Engine, repeats: int, ledger_path: Path, queries: list[Query]
+) -> tuple[list[Row], int]:
     ledger = open_ledger(str(ledger_path))
     # Q6's private partition selection spends (ε, δ): account the dataset as approximate DP.
     ledger.set_dataset(engine.catalog.name, definition="approx")
@@ -332,7 +334,7 @@ def run_engine(engine: Engine, repeats: int, ledger_path: Path) -> tuple[list[Ro
     rows = []
     _reset_peak()
     with timed_parts(engine.executor, ledger, timer):
-        for query in QUERIES:
+        for query in queries:
             rows.append(measure(engine, query, repeats, ledger, timer, counter))
     peak = _status("self", "VmHWM")
     ledger.close()
@@ -410,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", nargs="+", default=["duckdb", "postgres", "spark"])
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per query (median)")
     parser.add_argument(
+        "--queries", nargs="+", default=[q.name for q in QUERIES], help="which of Q1-Q7 to run"
+    )
+    parser.add_argument(
         "--data",
         type=Path,
         default=Path(tempfile.gettempdir()) / "dalenius-bench",
@@ -417,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     classes = {"duckdb": DuckDB, "postgres": Postgres, "spark": Spark}
+    chosen = [q for q in QUERIES if q.name in args.queries]
     for n in args.rows:
         folder = args.data / f"rows-{n}"
         catalog_path = folder / "census.toml"
@@ -435,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
                 variant = replace(catalog, engine="spark")
             engine = classes[name](variant)
             with tempfile.TemporaryDirectory() as tmp:
-                rows, peak = run_engine(engine, args.repeats, Path(tmp) / "ledger.sqlite")
+                rows, peak = run_engine(engine, args.repeats, Path(tmp) / "ledger.sqlite", chosen)
             print_table(n, engine, rows, peak)
             engine.close()
         sys.stdout.flush()

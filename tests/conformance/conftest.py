@@ -43,6 +43,7 @@ def catalogs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         "visits": datasets.write_visits(folder, "visits", light),
         "heavy": datasets.write_visits(folder, "heavy", heavy),
         "messy": datasets.write_messy(folder),
+        "mixed": datasets.write_mixed(folder),
         "adult_shuffled": datasets.shuffled_adult(folder),
     }
 

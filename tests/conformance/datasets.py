@@ -9,6 +9,8 @@
   with DuckDB's ``TRY_CAST`` and Spark's guarded casts on the same strings.
 * ``heavy`` and ``light``: ``visits`` with and without one unit far above its caps (for the test
   that bounding holds on every engine).
+* ``mixed``: units of every shape for contribution bounding (within the caps in one group or in
+  several, over the row cap, over the group cap, NULL and boolean keys).
 """
 
 from __future__ import annotations
@@ -95,6 +97,39 @@ def write_visits(folder: Path, name: str, frame: pd.DataFrame) -> Catalog:
     frame.to_csv(folder / f"{name}.csv", index=False)
     (folder / f"{name}.toml").write_text(VISITS_TOML.format(name=name))
     return load_catalog(folder / f"{name}.toml")
+
+
+MIXED_TOML = """
+[dataset]
+name = "mixed"
+
+[tables.mixed]
+source = { csv = "mixed.csv" }
+privacy_unit = { column = "pid", max_rows = 3, max_groups = 2 }
+
+[tables.mixed.columns]
+pid = { type = "int" }
+day = { type = "str", keys = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] }
+flag = { type = "bool", keys = [false, true] }
+code = { type = "str" }
+amount = { type = "float", bounds = [0, 100] }
+"""
+
+
+def write_mixed(folder: Path) -> Catalog:
+    """The ``mixed`` dataset: 600 units with 1 to 6 rows over 1 to 4 days, some keys NULL."""
+    rng = np.random.Generator(np.random.PCG64(5))  # test data only, never noise
+    rows = []
+    for pid in range(1, 601):
+        days = rng.choice(DAYS, size=int(rng.integers(1, 5)), replace=False)
+        for _ in range(int(rng.integers(1, 7))):
+            code = None if rng.random() < 0.2 else f"c{int(rng.integers(0, 4))}"
+            flag = None if rng.random() < 0.1 else bool(rng.random() < 0.5)
+            rows.append([pid, rng.choice(days), flag, code, round(float(rng.uniform(-20, 150)), 2)])
+    frame = pd.DataFrame(rows, columns=["pid", "day", "flag", "code", "amount"])
+    frame.sample(frac=1, random_state=9).to_csv(folder / "mixed.csv", index=False)
+    (folder / "mixed.toml").write_text(MIXED_TOML)
+    return load_catalog(folder / "mixed.toml")
 
 
 def write_messy(folder: Path) -> Catalog:

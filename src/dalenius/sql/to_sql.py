@@ -133,11 +133,12 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
         # not carry (or sort) the other columns (in DuckDB, a third of the time and most memory).
         args = [compiler.expression(m.arg) for m in plan.measurements if m.arg is not None]
         read = sorted({c.name for e in [*keys, *args] for c in e.find_all(exp.Column)})
-        relation = bounded(
+        prefix, source = bounded(
             relation,
             unit=query.unit.field or "",
             row_fields=read or [query.unit.field or ""],
             keys=keys,
+            key_types=[k.type for k in query.group_by],
             max_rows=query.unit.max_rows,
             max_groups=query.unit.max_groups,
             dialect=dialect,
@@ -145,21 +146,23 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             conditions=conditions,
         )
         conditions = []
-    elif plan.public_groups:
-        # Every group key is public and no unit is bounded: rows outside the key lists only form
-        # groups that exact_values drops, so the engine need not test every row against the
-        # lists (in DuckDB a string IN list costs more than the aggregate itself).
-        conditions = []
-    # The relation is rendered once and shared by every statement of the query: building each
-    # statement as one sqlglot tree would deep-copy it each time, which dominated planning.
-    source = f"({relation.sql(dialect=dialect)}) AS __rows"
+    else:
+        if plan.public_groups:
+            # Every group key is public and no unit is bounded: rows outside the key lists only
+            # form groups that exact_values drops, so the engine need not test every row against
+            # the lists (in DuckDB a string IN list costs more than the aggregate itself).
+            conditions = []
+        # The relation is rendered once and shared by every statement of the query: building
+        # each statement as one sqlglot tree would deep-copy it each time, which dominated
+        # planning.
+        prefix, source = "", f"({relation.sql(dialect=dialect)}) AS __rows"
     key_sql = [k.sql(dialect=dialect) for k in keys]
     condition_sql = [c.sql(dialect=dialect) for c in conditions]
 
     def grouped(select: list[exp.Expr], extra_group: list[exp.Expr], where: list[exp.Expr]) -> str:
         names = [f"{k} AS __k{i}" for i, k in enumerate(key_sql)]
         columns = ", ".join(names + [s.sql(dialect=dialect) for s in select])
-        text = f"SELECT {columns} FROM {source}"
+        text = f"{prefix}SELECT {columns} FROM {source}"
         filters = condition_sql + [f"({w.sql(dialect=dialect)})" for w in where]
         if filters:
             text += " WHERE " + " AND ".join(filters)
@@ -195,24 +198,110 @@ def bounded(
     unit: str,
     row_fields: list[str],
     keys: list[exp.Expr],
+    key_types: list[str],
     max_rows: int,
     max_groups: int,
     dialect: str,
     salt: int,
     conditions: list[exp.Expr],
-) -> exp.Select:
+) -> tuple[str, str]:
     """Keep at most ``max_groups`` groups and ``max_rows`` rows of each privacy unit.
+
+    Returns a ``WITH`` clause and the bounded rows as a subquery named ``__rows`` (reading the
+    ``row_fields`` columns) for the statements of the query to aggregate.
 
     Which groups and rows are kept is decided by ranking a keyed hash of the group key and of the
     row's content. The key (``salt``) is drawn per query, so the choice favours no data value, and
     it depends only on the unit's own rows, so removing one unit changes no other unit's selection.
     Rows with a NULL id belong to no known unit and are left out; so are rows outside the public
     keys, before ranking, so that they do not use up a unit's quota.
+
+    Ranking every row (two window functions over the whole table) is by far the costliest step of
+    a query, yet most units are within their caps, and for them ranking keeps every row. So one
+    hash aggregation per unit finds the units *over* their caps (more than ``max_rows`` rows, or
+    rows in more than one group: every key not constant), and only their rows are ranked; the rows
+    of every other unit are kept as they are. The kept rows are exactly those that ranking every
+    row would keep (a unit within its caps has group ranks <= 1 <= ``max_groups`` and row ranks
+    <= ``max_rows``), and whether a unit is ranked depends on its own rows only.
     """
     unit_col = _col(unit)
     where = [exp.Not(this=exp.Is(this=unit_col.copy(), expression=exp.Null())), *conditions]
-    base = exp.select(exp.Star()).from_(relation.subquery("__in")).where(exp.and_(*where))
-    current: exp.Expr = base.subquery("__filtered")
+    rows = exp.select(exp.Star()).from_(relation.subquery("__in")).where(exp.and_(*where))
+    n_rows = exp.Count(this=exp.Star())
+    within: list[exp.Expr] = [exp.LTE(this=n_rows, expression=exp.Literal.number(max_rows))]
+    for key, kind in zip(keys, key_types, strict=True):
+        # MIN and MAX compare a key exactly (a hash could collide); booleans, which PostgreSQL
+        # cannot MIN, as 0 and 1. A key is constant in a unit if all its values are equal and
+        # none is NULL, or all are NULL.
+        value: exp.Expr = key.copy()
+        if kind == "bool":
+            value = exp.Case(
+                ifs=[
+                    exp.If(this=key.copy(), true=exp.Literal.number(1)),
+                    exp.If(
+                        this=exp.Not(this=exp.Paren(this=key.copy())), true=exp.Literal.number(0)
+                    ),
+                ]
+            )
+        present = exp.Count(this=value.copy())
+        same = exp.and_(
+            exp.EQ(this=exp.Min(this=value.copy()), expression=exp.Max(this=value.copy())),
+            exp.EQ(this=present, expression=n_rows.copy()),
+        )
+        within.append(exp.or_(same, exp.EQ(this=present.copy(), expression=exp.Literal.number(0))))
+    over = (
+        exp.select(exp.alias_(unit_col.copy(), "__unit"))
+        .from_(exp.to_table("__input"))
+        .group_by(unit_col.copy())
+        .having(exp.not_(exp.and_(*within)))
+    )
+    # PostgreSQL would materialise a CTE read three times; reading the table again is cheaper.
+    hint = "NOT MATERIALIZED " if dialect == "postgres" else ""
+    prefix = (
+        f"WITH __input AS {hint}({rows.sql(dialect=dialect)}), "
+        f"__over AS ({over.sql(dialect=dialect)}) "
+    )
+    columns = ", ".join(_col(f).sql(dialect=dialect) for f in row_fields)
+    unit_sql = unit_col.sql(dialect=dialect)
+    within_caps = (
+        f"SELECT {columns} FROM __input AS __s WHERE NOT EXISTS "
+        f"(SELECT 1 FROM __over AS __o WHERE __o.__unit = __s.{unit_sql})"
+    )
+    over_rows = (
+        exp.select("__s.*")
+        .from_("__input AS __s")
+        .join("__over AS __o", on=f"__o.__unit = __s.{unit_sql}", dialect=dialect)
+    )
+    ranked = _ranked(
+        over_rows,
+        unit_col=unit_col,
+        row_fields=row_fields,
+        keys=keys,
+        max_rows=max_rows,
+        max_groups=max_groups,
+        dialect=dialect,
+        salt=salt,
+    )
+    over_caps = f"SELECT {columns} FROM ({ranked.sql(dialect=dialect)}) AS __b"
+    return prefix, f"({within_caps} UNION ALL {over_caps}) AS __rows"
+
+
+def _ranked(
+    source: exp.Select,
+    *,
+    unit_col: exp.Column,
+    row_fields: list[str],
+    keys: list[exp.Expr],
+    max_rows: int,
+    max_groups: int,
+    dialect: str,
+    salt: int,
+) -> exp.Select:
+    """The rows of ``source`` in each unit's first ``max_groups`` groups and first ``max_rows`` rows.
+
+    Groups and rows are ranked by keyed hashes of the group key and of the row.
+    """
+    current: exp.Expr = source.subquery("__filtered")
     rank_filter: exp.Expr | None = None
     if keys:
         group_rank = exp.Window(
