@@ -15,6 +15,7 @@ from dalenius.accounting import (
     approx_to_zcdp_cap,
     cap_as,
     compose,
+    compose_counted,
     convert,
     fits,
     leq,
@@ -53,6 +54,21 @@ def ref_zcdp_epsilon(rho: Fraction, delta: Fraction) -> Decimal:
 
 
 # -- composition ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(loss_lists(), st.data())
+def test_counted_composition_equals_composing_every_copy(
+    case: tuple[str, list[Loss]], data: st.DataObject
+) -> None:
+    definition, losses = case
+    counts = [data.draw(st.integers(0, 5)) for _ in losses]
+    expanded = [loss for loss, n in zip(losses, counts, strict=True) for _ in range(n)]
+    assert compose_counted(zip(losses, counts, strict=True), definition) == compose(
+        expanded, definition
+    )
+    with pytest.raises(ValueError, match="composed"):
+        compose_counted([(PureDP(Fraction(1)), -1)], "pure")
 
 
 @settings(max_examples=100, deadline=None)

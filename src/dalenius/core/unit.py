@@ -35,7 +35,8 @@ class IdUnit:
         """One line for explain output."""
         return (
             f"all rows with the same {self.column} "
-            f"(at most {self.max_rows} rows and {self.max_groups} groups each)"
+            f"(at most {self.max_rows} row{'s' if self.max_rows != 1 else ''} and "
+            f"{self.max_groups} group{'s' if self.max_groups != 1 else ''} each)"
         )
 
 

@@ -77,24 +77,20 @@ def exact_values(
 ) -> Exact:
     """Arrange the engine's rows per group: the public key product, or the groups observed."""
     n_keys = len(plan.group_by)
-    types = [k.type for k in plan.group_by]
+    key_of = _normaliser([k.type for k in plan.group_by])
+    row_keys = [key_of(row) for row in main_rows]
     if plan.public_groups:
         groups: list[GroupKeyTuple] = list(
             itertools.product(*[k.keys or () for k in plan.group_by])
         )
+        index = {key_of(g): i for i, g in enumerate(groups)}
     else:
-        observed = {
-            tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True))
-            for row in main_rows
-        }
-        groups = sorted(observed, key=_sort_key)
-    index = {
-        tuple(_norm(v, t) for v, t in zip(g, types, strict=True)): i for i, g in enumerate(groups)
-    }
+        groups = _sorted_groups(set(row_keys))
+        index = {g: i for i, g in enumerate(groups)}
     scalars_m = [m for m in plan.measurements if m.kind != "histogram"]
     scalars = {m.name: np.zeros(len(groups), dtype=np.int64) for m in scalars_m}
-    for row in main_rows:
-        i = index.get(tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True)))
+    for row, key in zip(main_rows, row_keys, strict=True):
+        i = index.get(key)
         if i is None:
             continue
         for j, m in enumerate(scalars_m):
@@ -106,7 +102,7 @@ def exact_values(
             continue
         counts = np.zeros((len(groups), len(m.edges) - 1), dtype=np.int64)
         for row in histogram_rows.get(m.name, ()):
-            i = index.get(tuple(_norm(v, t) for v, t in zip(row[:n_keys], types, strict=True)))
+            i = index.get(key_of(row))
             if i is None or row[n_keys] is None:
                 continue
             counts[i, int(row[n_keys])] = _bounded(
@@ -206,12 +202,21 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
     query = plan.query
     n = len(noisy.groups)
     stats = [_statistic(plan, s, i, noisy, confidence) for i, s in enumerate(plan.statistics)]
-    envs = []
-    for g in range(n):
-        env: dict[str, Any] = {key_ref(k): noisy.groups[g][k] for k in range(len(query.group_by))}
-        for a, (values, _, _) in enumerate(stats):
-            env[agg_ref(a)] = values[g]
-        envs.append(env)
+    # Column by column: one list per key and aggregate. Expressions (HAVING, ORDER BY, derived
+    # outputs) are evaluated on one dict per group, built only when some expression needs it.
+    table: dict[str, list[Any]] = {
+        key_ref(k): [group[k] for group in noisy.groups] for k in range(len(query.group_by))
+    }
+    for a, (values, _, _) in enumerate(stats):
+        table[agg_ref(a)] = values
+    needs_env = (
+        query.having is not None
+        or bool(query.order_by)
+        or any(not isinstance(o.expr, Col) for o in query.outputs)
+    )
+    envs: list[dict[str, Any]] = (
+        [{name: column[g] for name, column in table.items()} for g in range(n)] if needs_env else []
+    )
     keep = [g for g in range(n) if query.having is None or evaluate(query.having, envs[g]) is True]
     for item in reversed(query.order_by):
         keep.sort(key=_sorter(item, envs))
@@ -226,7 +231,14 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
         columns_out.append(out.name)
         refs = sorted(c for c in columns(out.expr) if c.startswith("@a"))
         kinds.append(_kind(plan, out.expr, refs))
-        values = [_cell(evaluate(out.expr, envs[g])) for g in keep]
+        # A bare key or aggregate (the common case) is read directly: with thousands of groups,
+        # evaluating it for every group and interval end dominated post-processing.
+        plain = out.expr.name if isinstance(out.expr, Col) else None
+        if plain is not None:
+            column = table[plain]
+            values = [_cell(column[g]) for g in keep]
+        else:
+            values = [_cell(evaluate(out.expr, envs[g])) for g in keep]
         lows: list[Cell] = [None] * len(keep)
         highs: list[Cell] = [None] * len(keep)
         rank: int | None = None
@@ -236,6 +248,11 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
             stat = plan.statistics[a]
             if stat.kind == "quantile":
                 rank = rank_error(stat, plan.measurement(stat.inputs[0]), confidence)
+            elif plain is not None:
+                for j, g in enumerate(keep):
+                    low, high = a_lows[g], a_highs[g]
+                    if low is not None and high is not None:
+                        lows[j], highs[j] = _cell(min(low, high)), _cell(max(low, high))
             else:
                 for j, g in enumerate(keep):
                     ends = [
@@ -404,6 +421,9 @@ def _num(x: Fraction | int | float) -> int | float:
 
 
 def _cell(value: Any) -> Any:
+    kind = type(value)
+    if kind is int or kind is float or value is None:
+        return value
     if isinstance(value, Fraction):
         return _num(value)
     return value
@@ -442,13 +462,52 @@ def _norm(value: Any, col_type: str) -> Any:
     return value
 
 
-def _sort_key(group: GroupKeyTuple) -> tuple[tuple[bool, bool, str, Any], ...]:
-    def nan(v: Any) -> bool:
-        return isinstance(v, float) and math.isnan(v)
+def _normaliser(types: Sequence[str]) -> Callable[[Sequence[Any]], GroupKeyTuple]:
+    """The canonical key (:func:`_norm`) of a row whose first values are the group keys.
 
-    return tuple(
-        (v is None, nan(v), type(v).__name__, 0 if v is None or nan(v) else v) for v in group
-    )
+    Text, the common case, is its own canonical form; it is passed through without a call (with
+    thousands of private groups, normalising dominated the time spent on the engine's rows).
+    """
+    if len(types) == 1:
+        (only,) = types
+
+        def single(row: Sequence[Any]) -> GroupKeyTuple:
+            v = row[0]
+            return (v if type(v) is str else _norm(v, only),)
+
+        return single
+    n = len(types)
+
+    def several(row: Sequence[Any]) -> GroupKeyTuple:
+        return tuple(
+            v if type(v) is str else _norm(v, t) for v, t in zip(row[:n], types, strict=True)
+        )
+
+    return several
+
+
+def _sorted_groups(observed: set[GroupKeyTuple]) -> list[GroupKeyTuple]:
+    """The observed groups in their release order (:func:`_sort_key`).
+
+    Keys that are all text, or all integers, sort in that order by themselves (the common case,
+    and with thousands of private groups the key function was most of the sorting time).
+    """
+    kinds = {type(v) for group in observed for v in group}
+    if kinds in ({str}, {int}):
+        return sorted(observed)
+    return sorted(observed, key=_sort_key)
+
+
+def _sort_key(group: GroupKeyTuple) -> tuple[tuple[bool, bool, str, Any], ...]:
+    out: list[tuple[bool, bool, str, Any]] = []
+    for v in group:
+        if v is None:
+            out.append((True, False, "NoneType", 0))
+        elif isinstance(v, float) and math.isnan(v):
+            out.append((False, True, type(v).__name__, 0))
+        else:
+            out.append((False, False, type(v).__name__, v))
+    return tuple(out)
 
 
 def _order_key(value: Any, descending: bool) -> tuple[bool, Any]:

@@ -32,6 +32,7 @@ from dalenius.core.errors import (
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
+from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
 from dalenius.engine.result import Result
 from dalenius.executors.base import Executor
@@ -179,7 +180,8 @@ class Session:
     def _prepare(
         self, sql: str, epsilon: Any, delta: Any = None, *, salt: int | None = None
     ) -> _Prepared:
-        resolved = to_query(sql, self.catalog)
+        catalog = self.catalog
+        resolved = PLANS.get(catalog, ("query", sql), lambda: to_query(sql, catalog))
         eps = _merge("epsilon", epsilon, resolved.options.epsilon, allow_zero=False)
         if eps is None:
             raise ConfigurationError(
@@ -191,21 +193,50 @@ class Session:
             raise InvalidLossError(
                 f"delta must be below 1, got {float(dlt):g}.", fix="use a small delta such as 1e-6."
             )
-        query = self._measure_joins(resolved)
-        plan = to_dp(query, eps, dlt)
-        # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
-        # must not be predictable from, or favour, any data value.
-        if salt is None:
-            salt = int(system_random().uint64(1)[0])
-        exact = exact_queries(plan, self.executor.dialect, salt=salt)
+        # Plans are cached (engine/plans.py), except where they hold what was read from a public
+        # table, and the exact SQL too, except where it holds a fresh hash key.
+        query, measured = self._measure_joins(resolved)
+        key = ("plan", sql, eps, dlt)
+        plan = (
+            to_dp(query, eps, dlt)
+            if measured
+            else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt))
+        )
+        dialect = self.executor.dialect
+        if plan.query.unit.kind == "id":
+            # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
+            # must not be predictable from, or favour, any data value.
+            if salt is None:
+                salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+            template = None
+            if not measured and 0 <= salt < SALT_LIMIT:
+                template = PLANS.get(
+                    catalog,
+                    (*key, dialect, "salted"),
+                    lambda: SaltedTemplate.build(lambda s: exact_queries(plan, dialect, salt=s)),
+                )
+            if template is not None:
+                exact = template.with_salt(salt)
+            else:
+                exact = exact_queries(plan, dialect, salt=salt)
+        elif measured:
+            exact = exact_queries(plan, dialect)
+        else:
+            exact = PLANS.get(catalog, (*key, dialect), lambda: exact_queries(plan, dialect))
         return _Prepared(plan=plan, exact=exact, tables=resolved.tables)
 
-    def _measure_joins(self, resolved: Resolved) -> Query:
-        """Fill in each public join's multiplicity, read from the public table (public data)."""
+    def _measure_joins(self, resolved: Resolved) -> tuple[Query, bool]:
+        """Fill in each public join's multiplicity, read from the public table (public data).
+
+        Also says whether any public table was read (the plan then depends on its contents).
+        """
+        measured = False
 
         def visit(relation: Relation) -> Relation:
             match relation:
                 case Join(left=left, right=right, right_key=key, multiplicity=m) if m < 0:
+                    nonlocal measured
+                    measured = True
                     assert isinstance(right, Scan)
                     column = next(f.name for f in right.fields if f.id == key)
                     return replace(
@@ -219,7 +250,8 @@ class Session:
                     return replace(relation, child=visit(c))
             return relation
 
-        return replace(resolved.query, relation=visit(resolved.query.relation))
+        query = replace(resolved.query, relation=visit(resolved.query.relation))
+        return (query, True) if measured else (resolved.query, False)
 
     def _multiplicity(self, table_name: str, column: str) -> int:
         table = self.catalog.table(table_name)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from dalenius.accounting import (
     Definition,
     cap_as,
-    compose,
+    compose_counted,
     convert,
     definition_of,
     minimum,
@@ -273,7 +273,9 @@ class SqlLedger(Ledger):
         principal: str | None = None,
         since: datetime | None = None,
     ) -> Loss:
-        sql = f"SELECT charged FROM dalenius_charges WHERE dataset = ? AND {_CHARGED_IN}"
+        # Equal charges are counted by the database (most charges repeat a few ε values), so the
+        # cost grows with the number of distinct charges, not with the ledger's history.
+        sql = f"SELECT charged, COUNT(*) FROM dalenius_charges WHERE dataset = ? AND {_CHARGED_IN}"
         params: list[object] = [dataset]
         if principal is not None:
             sql += " AND principal = ?"
@@ -281,7 +283,9 @@ class SqlLedger(Ledger):
         if since is not None:
             sql += " AND created_at >= ?"
             params.append(encode_time(since))
-        return compose((decode_loss(row[0]) for row in tx.run(sql, params)), definition)
+        sql += " GROUP BY charged"
+        rows = tx.run(sql, params)
+        return compose_counted(((decode_loss(row[0]), int(row[1])) for row in rows), definition)
 
     def _spent_in(self, tx: Runner, principal: str, dataset: str, now: datetime) -> Loss:
         info = self._dataset(tx, dataset)

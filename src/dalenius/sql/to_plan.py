@@ -377,7 +377,8 @@ class _Planner:
                 unit_field,
                 unit.max_rows,
                 unit.max_groups,
-                f"each {unit.column} of {table.name} (at most {unit.max_rows} rows in {unit.max_groups} groups each)",
+                f"each {unit.column} of {table.name} (at most {_plural(unit.max_rows, 'row')} "
+                f"in {_plural(unit.max_groups, 'group')} each)",
             )
         else:
             spec = _Unit("row", None, 1, 1, f"each row of {table.name}")
@@ -1304,6 +1305,11 @@ def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
         case Filter(child=child):
             return replace(relation, child=_with_fields(child, fields))
     return relation
+
+
+def _plural(n: int, noun: str) -> str:
+    """``1 row``, ``5 rows``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _bare_column_fix(field: Field) -> str:

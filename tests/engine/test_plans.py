@@ -1,0 +1,156 @@
+"""The plan cache: repeated queries are not planned again, and caching never changes an answer.
+
+What may not be cached is checked too: a join with a public table reads that table, and the
+hash key of contribution bounding is fresh for every query.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.exact import exact_answer
+
+import dalenius.engine.session as session_module
+from dalenius.core.catalog import load_catalog
+from dalenius.core.errors import QueryError
+from dalenius.engine import plans
+from dalenius.engine.plans import PlanCache, SaltedTemplate
+from dalenius.engine.session import Session, connect
+from dalenius.sql.to_sql import exact_queries
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture
+def adult(shared_data: Path) -> Session:
+    return connect(FIXTURES / "adult.toml", budget=100)
+
+
+@pytest.fixture
+def pums(shared_data: Path) -> Session:
+    return connect(FIXTURES / "pums.toml", budget=100)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Count calls of ``session_module.<name>``."""
+    calls: list[int] = []
+    original = getattr(session_module, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(session_module, name, counted)
+    return calls
+
+
+def test_lru_keeps_the_most_recent_entries() -> None:
+    cache = PlanCache(size=2)
+    catalog = load_catalog(FIXTURES / "adult.toml")
+    built: list[str] = []
+
+    def build(key: str) -> str:
+        built.append(key)
+        return key.upper()
+
+    for key in ["a", "b", "a", "c", "a", "b"]:
+        assert cache.get(catalog, key, lambda k=key: build(k)) == key.upper()
+    # "b" was evicted by "c" (the least recently used then), so it is built twice.
+    assert built == ["a", "b", "c", "b"]
+    assert len(cache) == 2
+    with pytest.raises(ValueError, match="at least one"):
+        PlanCache(size=0)
+
+
+def test_another_catalog_object_never_sees_the_plans_of_the_first() -> None:
+    cache = PlanCache()
+    first, second = load_catalog(FIXTURES / "adult.toml"), load_catalog(FIXTURES / "adult.toml")
+    assert cache.get(first, "k", lambda: 1) == 1
+    assert cache.get(second, "k", lambda: 2) == 2
+    assert cache.get(first, "k", lambda: 3) == 1
+
+
+def test_a_repeated_query_is_validated_and_planned_once(
+    adult: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plans.PLANS.clear()
+    parsed, planned = counting(monkeypatch, "to_query"), counting(monkeypatch, "to_dp")
+    sql = "SELECT sex, COUNT(*), AVG(age) FROM adult GROUP BY sex"
+    first = adult._prepare(sql, 1)
+    second = adult._prepare(sql, 1)
+    assert (len(parsed), len(planned)) == (1, 1)
+    assert second.plan is first.plan and second.exact == first.exact
+    adult._prepare(sql, 0.5)  # another ε: another plan, same validated query
+    assert (len(parsed), len(planned)) == (1, 2)
+    assert adult._prepare(sql, 0.5).plan.loss == adult._prepare(sql, "0.5").plan.loss
+
+
+def test_refusals_are_raised_every_time(adult: Session) -> None:
+    for _ in range(2):
+        with pytest.raises(QueryError, match="fnlwgt"):
+            adult._prepare("SELECT SUM(fnlwgt) FROM adult", 1)
+
+
+def test_a_join_with_a_public_table_reads_it_for_every_query(
+    adult: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plans.PLANS.clear()
+    reads: list[str] = []
+    original = Session._multiplicity
+
+    def measured(self: Session, table: str, column: str) -> int:
+        reads.append(table)
+        return original(self, table, column)
+
+    monkeypatch.setattr(Session, "_multiplicity", measured)
+    sql = (
+        "SELECT l.level, COUNT(*) FROM adult a JOIN edu_levels l "
+        "ON a.education = l.education GROUP BY l.level"
+    )
+    adult._prepare(sql, 1)
+    adult._prepare(sql, 1)
+    assert reads == ["edu_levels", "edu_levels"]
+
+
+def test_a_bounded_query_gets_a_fresh_hash_key_every_time(pums: Session) -> None:
+    plans.PLANS.clear()
+    sql = "SELECT sex, COUNT(*) FROM pums GROUP BY sex"
+    texts = [pums._prepare(sql, 1).exact.main for _ in range(3)]
+    keys = [re.findall(r"HASH\((\d+)", text) for text in texts]
+    assert all(k for k in keys)
+    assert len({k[0] for k in keys}) == 3
+    # Everything but the key is the same SQL.
+    assert len({re.sub(r"HASH\(\d+", "HASH(", t) for t in texts}) == 1
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])
+def test_a_salted_template_writes_exactly_the_sql_of_each_key(pums: Session, dialect: str) -> None:
+    sql = "SELECT sex, COUNT(*), AVG(income), MEDIAN(age) FROM pums GROUP BY sex"
+    plan = pums._prepare(sql, 1).plan
+    template = SaltedTemplate.build(lambda s: exact_queries(plan, dialect, salt=s))
+    assert template is not None
+    for salt in (0, 1, 99, 2**31, 2**62 - 2):
+        assert template.with_salt(salt) == exact_queries(plan, dialect, salt=salt)
+    with pytest.raises(ValueError, match="hash key"):
+        template.with_salt(plans.SALT_LIMIT)
+
+
+def test_no_template_when_the_query_itself_holds_the_stand_in(pums: Session) -> None:
+    sentinel = plans._SENTINEL
+    sql = f"SELECT COUNT(*) FROM pums WHERE income <> {sentinel}"
+    plan = pums._prepare(sql, 1).plan
+    assert SaltedTemplate.build(lambda s: exact_queries(plan, "duckdb", salt=s)) is None
+    # ... and the query is still answered, with the SQL written afresh.
+    plans.PLANS.clear()
+    assert str(sentinel) in pums._prepare(sql, 1).exact.main
+
+
+def test_cached_plans_give_the_same_answers(adult: Session) -> None:
+    sql = "SELECT education, COUNT(*), AVG(hours_per_week) FROM adult GROUP BY education"
+    plans.PLANS.clear()
+    fresh = exact_answer(adult, sql)
+    cached = exact_answer(adult, sql)
+    assert fresh == cached
