@@ -20,6 +20,10 @@ noise, and the rest (post-processing). Every run uses a fresh analyst, so no ans
 ledger's cache. Peak memory is the Python process's peak resident set during the engine's runs;
 the JVM (Spark) and the server backend (PostgreSQL) are reported separately.
 
+After each table come the *floors*: plain SQL doing work that any exact DP answer must also do
+(clipping every value; one pass grouping the visits by person), timed on the raw engine and
+divided by the raw query's time: how close to raw the engine itself allows a query to get.
+
 This is a benchmark, not a test: it prints one table per size and asserts nothing.
 """
 
@@ -94,6 +98,30 @@ QUERIES = [
     ),
 ]
 PARTS = ("plan", "ledger", "version", "sql", "noise")
+
+
+@dataclass(frozen=True)
+class Floor:
+    """Work any exact DP answer to a query must also do, timed as plain SQL on the raw engine."""
+
+    query: str
+    what: str
+    sql: str
+
+
+FLOORS = [
+    Floor(
+        "Q3",
+        "clip every age to [0, 100], then SUM and COUNT",
+        "SELECT SUM(CASE WHEN age < 0 THEN 0 WHEN age > 100 THEN 100 ELSE age END), COUNT(age) "
+        "FROM people",
+    ),
+    Floor(
+        "Q7",
+        "one pass grouping the visits by person (to find who is over the caps)",
+        "SELECT COUNT(*) FROM (SELECT person_id, COUNT(*) AS n FROM visits GROUP BY person_id) AS p",
+    ),
+]
 
 
 @dataclass
@@ -381,6 +409,25 @@ def measure(
 # -- output -------------------------------------------------------------------------------------
 
 
+def print_floors(engine: Engine, rows: list[Row], repeats: int) -> None:
+    """Time each floor and print it beside the raw query it belongs to."""
+    raw = {row.query: row.raw for row in rows}
+    for floor in FLOORS:
+        if floor.query not in raw:
+            continue
+        engine.raw(floor.sql)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            engine.raw(floor.sql)
+            times.append(time.perf_counter() - start)
+        took = statistics.median(times)
+        print(
+            f"floor {floor.query}: {floor.what}: {took * 1e3:.1f} ms "
+            f"= {took / raw[floor.query]:.2f} x raw {floor.query}"
+        )
+
+
 def print_table(rows_n: int, engine: Engine, rows: list[Row], peak: int) -> None:
     side = engine.side_memory()
     print(
@@ -443,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 rows, peak = run_engine(engine, args.repeats, Path(tmp) / "ledger.sqlite", chosen)
             print_table(n, engine, rows, peak)
+            print_floors(engine, rows, args.repeats)
             engine.close()
         sys.stdout.flush()
     return 0
