@@ -89,13 +89,13 @@ def exact_values(
         index = {g: i for i, g in enumerate(groups)}
     scalars_m = [m for m in plan.measurements if m.kind != "histogram"]
     scalars = {m.name: np.zeros(len(groups), dtype=np.int64) for m in scalars_m}
-    for row, key in zip(main_rows, row_keys, strict=True):
-        i = index.get(key)
-        if i is None:
-            continue
-        for j, m in enumerate(scalars_m):
-            value = row[n_keys + j]
-            scalars[m.name][i] = _bounded(value)
+    # Rows outside the public keys are dropped; the rest are written column by column.
+    slots = [index.get(key) for key in row_keys]
+    kept = [(i, row) for i, row in zip(slots, main_rows, strict=True) if i is not None]
+    at = np.fromiter((i for i, _ in kept), dtype=np.int64, count=len(kept))
+    for j, m in enumerate(scalars_m):
+        column = n_keys + j
+        scalars[m.name][at] = [_bounded(row[column]) for _, row in kept]
     histograms = {}
     for m in plan.measurements:
         if m.kind != "histogram":
@@ -236,7 +236,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
         plain = out.expr.name if isinstance(out.expr, Col) else None
         if plain is not None:
             column = table[plain]
-            values = [_cell(column[g]) for g in keep]
+            values = [v if type(v) is int else _cell(v) for v in map(column.__getitem__, keep)]
         else:
             values = [_cell(evaluate(out.expr, envs[g])) for g in keep]
         lows: list[Cell] = [None] * len(keep)
@@ -252,7 +252,10 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
                 for j, g in enumerate(keep):
                     low, high = a_lows[g], a_highs[g]
                     if low is not None and high is not None:
-                        lows[j], highs[j] = _cell(min(low, high)), _cell(max(low, high))
+                        if high < low:
+                            low, high = high, low
+                        lows[j] = low if type(low) is int else _cell(low)
+                        highs[j] = high if type(high) is int else _cell(high)
             else:
                 for j, g in enumerate(keep):
                     ends = [
@@ -435,6 +438,8 @@ sensitivity) and makes overflow, an error that would depend on the data, impossi
 
 
 def _bounded(value: Any) -> int:
+    if type(value) is int and -EXACT_LIMIT <= value <= EXACT_LIMIT:
+        return value
     if value is None:
         return 0
     return max(-EXACT_LIMIT, min(EXACT_LIMIT, int(value)))
