@@ -70,6 +70,11 @@ MIXED_QUERIES = [
 ]
 
 
+def _canonical(rows: list[tuple[object, ...]]) -> list[str]:
+    """Rows in a comparable form: sorted, -0.0 as 0.0 (engines report either for one group)."""
+    return sorted(repr(tuple(v + 0.0 if isinstance(v, float) else v for v in row)) for row in rows)
+
+
 def _every_unit_ranked(sql: str) -> str:
     """The statement with every unit treated as over its caps: every row is ranked."""
     assert sql.count("HAVING NOT ") == 1, sql
@@ -94,8 +99,12 @@ def test_ranking_only_units_over_their_caps_keeps_the_rows_ranking_every_unit_ke
         for salt in range(repeats):
             exact = session._prepare(sql, 1, delta, salt=1_000_003 * salt + 17).exact
             for statement in [exact.main, *(q for _, q in exact.histograms)]:
-                ours = sorted(map(repr, session.executor.fetch(statement)))
-                reference = sorted(map(repr, session.executor.fetch(_every_unit_ranked(statement))))
+                if engine == "spark":  # Spark ranks every row (read once): nothing to compare
+                    assert "__over" not in statement
+                    session.executor.fetch(statement)
+                    continue
+                ours = _canonical(session.executor.fetch(statement))
+                reference = _canonical(session.executor.fetch(_every_unit_ranked(statement)))
                 assert ours == reference, (engine, sql, statement)
         units = session.executor.fetch(
             "SELECT COUNT(*) FROM (SELECT pid FROM mixed GROUP BY pid HAVING COUNT(*) > 3) AS o"

@@ -287,6 +287,18 @@ def handwritten() -> list[Answered]:
             },
         ),
         Answered(
+            "group-by-constant",
+            "adult",
+            "SELECT 'all' AS g, COUNT(*) FROM adult GROUP BY 1",
+            lambda _, f: {("all",): ("all", len(f["adult"]))},
+        ),
+        Answered(
+            "group-by-constant-number-and-column",
+            "pums",
+            "SELECT 2 AS g, sex, COUNT(*) FROM pums GROUP BY 1, 2",
+            lambda _, f: {(2, s): (2, s, int((f["pums"].sex == s).sum())) for s in (0, 1)},
+        ),
+        Answered(
             "join-public-bounded-column",
             "adult",
             "SELECT SUM(l.years) FROM adult a JOIN edu_levels l ON a.education = l.education WHERE a.sex = 'Male'",

@@ -157,6 +157,10 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
         # planning.
         prefix, source = "", f"({relation.sql(dialect=dialect)}) AS __rows"
     key_sql = [k.sql(dialect=dialect) for k in keys]
+    # A constant key (GROUP BY 'all', GROUP BY TRUE) forms one group: it is selected but not
+    # grouped by, since engines refuse or misread constants in GROUP BY (PostgreSQL rejects a
+    # string constant; DuckDB reads GROUP BY 2 as the second column).
+    group_sql = [s for s, k in zip(key_sql, keys, strict=True) if k.find(exp.Column) is not None]
     condition_sql = [c.sql(dialect=dialect) for c in conditions]
 
     def grouped(select: list[exp.Expr], extra_group: list[exp.Expr], where: list[exp.Expr]) -> str:
@@ -166,7 +170,7 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
         filters = condition_sql + [f"({w.sql(dialect=dialect)})" for w in where]
         if filters:
             text += " WHERE " + " AND ".join(filters)
-        group = key_sql + [g.sql(dialect=dialect) for g in extra_group]
+        group = group_sql + [g.sql(dialect=dialect) for g in extra_group]
         if group:
             text += " GROUP BY " + ", ".join(group)
         return text
@@ -207,8 +211,8 @@ def bounded(
 ) -> tuple[str, str]:
     """Keep at most ``max_groups`` groups and ``max_rows`` rows of each privacy unit.
 
-    Returns a ``WITH`` clause and the bounded rows as a subquery named ``__rows`` (reading the
-    ``row_fields`` columns) for the statements of the query to aggregate.
+    Returns a ``WITH`` clause (possibly empty) and the bounded rows as a subquery named
+    ``__rows`` (reading the ``row_fields`` columns) for the statements of the query to aggregate.
 
     Which groups and rows are kept is decided by ranking a keyed hash of the group key and of the
     row's content. The key (``salt``) is drawn per query, so the choice favours no data value, and
@@ -220,13 +224,32 @@ def bounded(
     a query, yet most units are within their caps, and for them ranking keeps every row. So one
     hash aggregation per unit finds the units *over* their caps (more than ``max_rows`` rows, or
     rows in more than one group: every key not constant), and only their rows are ranked; the rows
-    of every other unit are kept as they are. The kept rows are exactly those that ranking every
-    row would keep (a unit within its caps has group ranks <= 1 <= ``max_groups`` and row ranks
-    <= ``max_rows``), and whether a unit is ranked depends on its own rows only.
+    of every other unit are kept as they are. A unit within its caps has one group and at most
+    ``max_rows`` rows, so ranking would have kept all of them — with one exception that keeps
+    more, never more than the caps: ranking tells groups apart by a hash of the key, which can
+    split values the GROUP BY merges (PostgreSQL hashes -0.0 and 0.0 as different text), so it
+    could drop a row of a unit that has a single group. Whether a unit is ranked depends on its
+    own rows only.
     """
     unit_col = _col(unit)
     where = [exp.Not(this=exp.Is(this=unit_col.copy(), expression=exp.Null())), *conditions]
     rows = exp.select(exp.Star()).from_(relation.subquery("__in")).where(exp.and_(*where))
+    columns = ", ".join(_col(f).sql(dialect=dialect) for f in row_fields)
+    if dialect == "spark":
+        # Spark may read a CTE's source once per reference, and the caps hold only if every
+        # read sees the same rows; it also sorts for the window functions whatever is ranked
+        # (both ways took the same time). So Spark ranks every row, reading the data once.
+        everyone = _ranked(
+            rows,
+            unit_col=unit_col,
+            row_fields=row_fields,
+            keys=keys,
+            max_rows=max_rows,
+            max_groups=max_groups,
+            dialect=dialect,
+            salt=salt,
+        )
+        return "", f"(SELECT {columns} FROM ({everyone.sql(dialect=dialect)}) AS __b) AS __rows"
     n_rows = exp.Count(this=exp.Star())
     within: list[exp.Expr] = [exp.LTE(this=n_rows, expression=exp.Literal.number(max_rows))]
     for key, kind in zip(keys, key_types, strict=True):
@@ -255,13 +278,14 @@ def bounded(
         .group_by(unit_col.copy())
         .having(exp.not_(exp.and_(*within)))
     )
-    # PostgreSQL would materialise a CTE read three times; reading the table again is cheaper.
-    hint = "NOT MATERIALIZED " if dialect == "postgres" else ""
+    # The caps hold only if every reference to __input sees the same rows. DuckDB materialises
+    # it (read once). PostgreSQL reads the table again for each reference — cheaper than
+    # materialising it — and one statement sees one snapshot of the data.
+    hint = "NOT MATERIALIZED " if dialect == "postgres" else "MATERIALIZED "
     prefix = (
         f"WITH __input AS {hint}({rows.sql(dialect=dialect)}), "
         f"__over AS ({over.sql(dialect=dialect)}) "
     )
-    columns = ", ".join(_col(f).sql(dialect=dialect) for f in row_fields)
     unit_sql = unit_col.sql(dialect=dialect)
     within_caps = (
         f"SELECT {columns} FROM __input AS __s WHERE NOT EXISTS "
