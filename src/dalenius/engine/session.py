@@ -202,28 +202,30 @@ class Session:
             if measured
             else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt))
         )
-        dialect = self.executor.dialect
-        if plan.query.unit.kind == "id":
-            # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
-            # must not be predictable from, or favour, any data value.
-            if salt is None:
-                salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
-            template = None
-            if not measured and 0 <= salt < SALT_LIMIT:
-                template = PLANS.get(
-                    catalog,
-                    (*key, dialect, "salted"),
-                    lambda: SaltedTemplate.build(lambda s: exact_queries(plan, dialect, salt=s)),
-                )
-            if template is not None:
-                exact = template.with_salt(salt)
-            else:
-                exact = exact_queries(plan, dialect, salt=salt)
-        elif measured:
-            exact = exact_queries(plan, dialect)
-        else:
-            exact = PLANS.get(catalog, (*key, dialect), lambda: exact_queries(plan, dialect))
+        exact = self._exact_sql(plan, None if measured else key, salt)
         return _Prepared(plan=plan, exact=exact, tables=resolved.tables)
+
+    def _exact_sql(self, plan: DPQuery, key: tuple[Any, ...] | None, salt: int | None) -> ExactSQL:
+        """The exact SQL of ``plan`` for this executor, from the plan cache under ``key`` if given."""
+        dialect = self.executor.dialect
+        if plan.query.unit.kind != "id":
+            if key is None:
+                return exact_queries(plan, dialect)
+            return PLANS.get(self.catalog, (*key, dialect), lambda: exact_queries(plan, dialect))
+        # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
+        # must not be predictable from, or favour, any data value.
+        if salt is None:
+            salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+        template = None
+        if key is not None and 0 <= salt < SALT_LIMIT:
+            template = PLANS.get(
+                self.catalog,
+                (*key, dialect, "salted"),
+                lambda: SaltedTemplate.build(lambda s: exact_queries(plan, dialect, salt=s)),
+            )
+        if template is None:
+            return exact_queries(plan, dialect, salt=salt)
+        return template.with_salt(salt)
 
     def _measure_joins(self, resolved: Resolved) -> tuple[Query, bool]:
         """Fill in each public join's multiplicity, read from the public table (public data).
