@@ -233,7 +233,13 @@ def bounded(
     """
     unit_col = _col(unit)
     where = [exp.Not(this=exp.Is(this=unit_col.copy(), expression=exp.Null())), *conditions]
-    rows = exp.select(exp.Star()).from_(relation.subquery("__in")).where(exp.and_(*where))
+    # Only the columns the query reads (and the unit) are carried: the input is materialised.
+    needed = [unit, *(f for f in row_fields if f != unit)]
+    rows = (
+        exp.select(*[_col(f) for f in needed])
+        .from_(relation.subquery("__in"))
+        .where(exp.and_(*where))
+    )
     columns = ", ".join(_col(f).sql(dialect=dialect) for f in row_fields)
     if dialect == "spark":
         # Spark may read a CTE's source once per reference, and the caps hold only if every
