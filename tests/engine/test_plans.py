@@ -88,10 +88,15 @@ def test_a_repeated_query_is_validated_and_planned_once(
     assert adult._prepare(sql, 0.5).plan.loss == adult._prepare(sql, "0.5").plan.loss
 
 
-def test_refusals_are_raised_every_time(adult: Session) -> None:
+def test_refusals_are_validated_and_raised_every_time(
+    adult: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plans.PLANS.clear()
+    parsed = counting(monkeypatch, "to_query")
     for _ in range(2):
         with pytest.raises(QueryError, match="fnlwgt"):
             adult._prepare("SELECT SUM(fnlwgt) FROM adult", 1)
+    assert len(parsed) == 2  # nothing was cached for the refused query
 
 
 def test_a_join_with_a_public_table_reads_it_for_every_query(

@@ -16,6 +16,22 @@ import httpx
 START_TIMEOUT = 60.0
 
 
+def wait_until_up(
+    url: str, process: subprocess.Popen[str], output: list[str] | None = None
+) -> None:
+    """Wait until the gateway at ``url`` answers, or fail loudly if it exits or never does."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError("the gateway exited:\n" + "".join(output or []))
+        try:
+            if httpx.get(f"{url}/v1/openapi.json", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"the gateway did not start within {START_TIMEOUT} s")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -80,16 +96,7 @@ class LiveGateway:
             self.output.append(line)
 
     def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError("the gateway exited:\n" + "".join(self.output))
-            try:
-                if httpx.get(f"{self.url}/v1/openapi.json", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError(f"the gateway did not start within {START_TIMEOUT} s")
+        wait_until_up(self.url, self.process, self.output)
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}

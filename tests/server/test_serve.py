@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.server.live import free_port
+from tests.server.live import free_port, wait_until_up
 
 from dalenius.cli.main import main
 from dalenius.server import config
@@ -89,12 +89,7 @@ def test_the_demo_prints_tokens_that_work(tmp_path: Path, demo_catalog: Path) ->
         assert console == f"http://127.0.0.1:{port}/console/"
         assert (folder / "gateway.toml").exists()
         base = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                httpx.get(f"{base}/v1/openapi.json", timeout=1)
-                break
-            except httpx.TransportError:
-                pass
+        wait_until_up(base, process)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {analyst}"}) as api:
             assert api.get("/v1/me").json()["role"] == "analyst"
             answer = api.post(

@@ -229,7 +229,7 @@ def bounded(
     more, never more than the caps: ranking tells groups apart by a hash of the key, which can
     split values the GROUP BY merges (PostgreSQL hashes -0.0 and 0.0 as different text), so it
     could drop a row of a unit that has a single group. Whether a unit is ranked depends on its
-    own rows only.
+    own rows only. On Spark every row is ranked (see below), with no ``WITH`` clause.
     """
     unit_col = _col(unit)
     where = [exp.Not(this=exp.Is(this=unit_col.copy(), expression=exp.Null())), *conditions]
@@ -241,12 +241,10 @@ def bounded(
         .where(exp.and_(*where))
     )
     columns = ", ".join(_col(f).sql(dialect=dialect) for f in row_fields)
-    if dialect == "spark":
-        # Spark may read a CTE's source once per reference, and the caps hold only if every
-        # read sees the same rows; it also sorts for the window functions whatever is ranked
-        # (both ways took the same time). So Spark ranks every row, reading the data once.
-        everyone = _ranked(
-            rows,
+
+    def ranked(source: exp.Select) -> str:
+        capped = _ranked(
+            source,
             unit_col=unit_col,
             row_fields=row_fields,
             keys=keys,
@@ -255,7 +253,13 @@ def bounded(
             dialect=dialect,
             salt=salt,
         )
-        return "", f"(SELECT {columns} FROM ({everyone.sql(dialect=dialect)}) AS __b) AS __rows"
+        return f"SELECT {columns} FROM ({capped.sql(dialect=dialect)}) AS __b"
+
+    if dialect == "spark":
+        # Spark may read a CTE's source once per reference, and the caps hold only if every
+        # read sees the same rows; it also sorts for the window functions whatever is ranked
+        # (both ways took the same time). So Spark ranks every row, reading the data once.
+        return "", f"({ranked(rows)}) AS __rows"
     n_rows = exp.Count(this=exp.Star())
     within: list[exp.Expr] = [exp.LTE(this=n_rows, expression=exp.Literal.number(max_rows))]
     for key, kind in zip(keys, key_types, strict=True):
@@ -302,18 +306,7 @@ def bounded(
         .from_("__input AS __s")
         .join("__over AS __o", on=f"__o.__unit = __s.{unit_sql}", dialect=dialect)
     )
-    ranked = _ranked(
-        over_rows,
-        unit_col=unit_col,
-        row_fields=row_fields,
-        keys=keys,
-        max_rows=max_rows,
-        max_groups=max_groups,
-        dialect=dialect,
-        salt=salt,
-    )
-    over_caps = f"SELECT {columns} FROM ({ranked.sql(dialect=dialect)}) AS __b"
-    return prefix, f"({within_caps} UNION ALL {over_caps}) AS __rows"
+    return prefix, f"({within_caps} UNION ALL {ranked(over_rows)}) AS __rows"
 
 
 def _ranked(
