@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test check lint types contract pytest bench clean
+.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,22 @@ $(STAMP_SERVER): pyproject.toml | $(BIN)/python
 demo: $(STAMP_SERVER)
 	$(BIN)/dalenius serve --demo dalenius-demo
 
-## test: set up the environment with the dev extras and run everything CI runs
-test: $(STAMP_DEV)
+## test: set up the environment with the dev extras (and the browser the console test drives)
+## and run everything CI runs
+test: $(STAMP_DEV) browser
 	$(MAKE) check
 
 check: lint types contract pytest
+
+## check-fast: the edit-test loop: lint, types, contracts and the tests that need no PostgreSQL,
+## no Spark and no long run (everything else still runs in `make check`)
+check-fast: lint types contract pytest-fast
+
+## browser: Debian's Chromium for the console's end-to-end test, installed once with apt
+browser:
+	@test -x /usr/bin/chromium || { \
+	  echo "installing Chromium from Debian's packages (the console test drives it)"; \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 lint:
 	$(BIN)/ruff check src tests bench
@@ -48,6 +59,9 @@ contract:
 
 pytest:
 	$(BIN)/pytest -q
+
+pytest-fast:
+	$(BIN)/pytest -q -m "not spark and not postgres and not slow and not browser"
 
 bench: $(STAMP_DEV)
 	$(BIN)/python bench/noise.py
