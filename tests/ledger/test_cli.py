@@ -149,6 +149,58 @@ def test_set_total_cap_and_other_definitions(path: str, capsys) -> None:
         assert ledger.get_budget("carol", "census") == ApproxDP(Fraction(2), Fraction(1, 10**7))
 
 
+def test_a_delta_budget_on_a_pure_dataset_keeps_delta(path: str, capsys) -> None:
+    """The budget trap: the first spending fixed the dataset as pure ε; δ must not be dropped."""
+    base = ["budget", "set", "--ledger", path, "--dataset", "adult", "--analyst", "alice"]
+    assert run([*base, "--epsilon", "1"], capsys)[0] == EXIT_OK
+    spend(path, Fraction(1, 4))
+    code, out, _ = run([*base, "--epsilon", "10", "--delta", "1e-5"], capsys)
+    assert code == EXIT_OK
+    assert "(pure)" not in out
+    assert "switched from pure to approx" in out
+    assert "δ=1e-05" in out and "(approx)" in out
+    with open_ledger(path) as ledger:
+        assert ledger.get_budget("alice", "adult") == ApproxDP(Fraction(10), Fraction(1, 10**5))
+        assert ledger.spent("alice", "adult") == ApproxDP(Fraction(1, 4), Fraction(0))
+        assert ledger.verify() == []
+
+
+def test_an_empty_ledger_takes_a_delta_budget_whole(path: str, capsys) -> None:
+    code, out, _ = run(
+        [
+            "budget",
+            "set",
+            "--ledger",
+            path,
+            "--dataset",
+            "adult",
+            "--analyst",
+            "alice",
+            "--epsilon",
+            "10",
+            "--delta",
+            "1e-5",
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == EXIT_OK
+    doc = json.loads(out)
+    assert doc["definition"] == "approx" and doc["cap"]["delta_exact"] == "1/100000"
+
+
+def test_switching_a_used_dataset_is_reported(path: str, capsys) -> None:
+    base = ["budget", "set", "--ledger", path, "--dataset", "adult", "--analyst", "alice"]
+    assert run([*base, "--epsilon", "1"], capsys)[0] == EXIT_OK
+    spend(path, Fraction(1, 2))
+    code, out, _ = run([*base, "--epsilon", "1", "--definition", "approx", "--json"], capsys)
+    assert code == EXIT_OK
+    assert json.loads(out)["switched_from"] == "pure"
+    code, _, err = run([*base, "--rho", "1", "--definition", "zcdp"], capsys)
+    assert code == EXIT_USER
+    assert "cannot switch from 'approx' to 'zcdp'" in err and "Fix:" in err
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

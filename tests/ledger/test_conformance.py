@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import pytest
 
+from dalenius.accounting import approx_to_zcdp_cap
 from dalenius.core.errors import BudgetExceededError, ConfigurationError, InternalError
 from dalenius.core.loss import ZCDP, ApproxDP, PureDP
 from dalenius.ledger import (
@@ -293,15 +294,81 @@ def test_set_dataset_keeps_the_cap_unless_removed(ledger: Ledger) -> None:
         ledger.remove_total_cap("census")
 
 
-def test_definition_cannot_change_once_budgets_exist(ledger: Ledger) -> None:
+def test_definition_switch_refuses_what_has_no_sound_conversion(ledger: Ledger) -> None:
     ledger.set_dataset("adult", definition="pure")
     ledger.set_dataset("adult", definition="zcdp", total_cap=ZCDP(F(1)))  # still unused: allowed
     ledger.set_budget("alice", "adult", ZCDP(F(1, 2)))
-    with pytest.raises(ConfigurationError, match="cannot switch"):
-        ledger.set_dataset("adult", definition="pure")
+    # A zCDP budget can become a pure cap (ε = √(2ρ) = 1), so the switch to 'pure' works...
+    ledger.set_dataset("adult", definition="pure")
+    assert ledger.get_budget("alice", "adult") == PureDP(F(1))
     with pytest.raises(ConfigurationError, match="Unknown accounting definition"):
         ledger.set_dataset("census", definition="renyi")
-    assert ledger.datasets()[0].definition == "zcdp"
+    # ...but a pure cap bounds no zCDP total, so going back is refused and changes nothing.
+    with pytest.raises(ConfigurationError, match="cannot switch from 'pure' to 'zcdp'") as caught:
+        ledger.set_dataset("adult", definition="zcdp")
+    assert "switch to 'approx'" in str(caught.value)
+    assert ledger.datasets()[0].definition == "pure"
+    assert ledger.get_budget("alice", "adult") == PureDP(F(1))
+
+
+def test_pure_spending_carries_over_into_approx(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_dataset("adult", total_cap=PureDP(F(3)))
+    ledger.commit(reserve(ledger, charge(epsilon=F(1, 4))), answer(1))
+    lost = reserve(ledger, charge(epsilon=F(1, 8)))  # pending: still counted after the switch
+    ledger.set_dataset("adult", definition="approx")
+    assert ledger.datasets()[0].definition == "approx"
+    assert ledger.datasets()[0].total_cap == ApproxDP(F(3), F(0))
+    assert ledger.get_budget("alice", "adult") == ApproxDP(F(1), F(0))
+    assert ledger.spent("alice", "adult") == ApproxDP(F(3, 8), F(0))
+    # δ can now be given and spent; the pure spending still counts.
+    ledger.set_budget("alice", "adult", ApproxDP(F(1), F(1, 10**5)))
+    with pytest.raises(BudgetExceededError):  # the total cap converted to (3, 0): no δ yet
+        ledger.reserve(charge(loss=ApproxDP(F(1, 8), F(1, 10**6))))
+    ledger.set_dataset("adult", definition="approx", total_cap=ApproxDP(F(3), F(1, 10**5)))
+    ledger.commit(reserve(ledger, charge(loss=ApproxDP(F(1, 8), F(1, 10**6)))), answer(2))
+    ledger.commit(lost, answer(3))
+    assert ledger.spent("alice", "adult") == ApproxDP(F(1, 2), F(1, 10**6))
+    assert ledger.total_spent("adult") == ApproxDP(F(1, 2), F(1, 10**6))
+    assert ledger.verify() == []
+    assert any("switched from pure to approx" in r.detail for r in ledger.audit())
+
+
+def test_pure_spending_converts_exactly_into_zcdp(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_dataset("adult", definition="approx")
+    ledger.set_budget("alice", "adult", ApproxDP(F(1), F(1, 10**6)))
+    ledger.commit(reserve(ledger, charge(epsilon=F(1, 3))), answer(1))
+    ledger.set_dataset("adult", definition="zcdp")
+    assert ledger.spent("alice", "adult") == ZCDP(F(1, 18))  # ρ = ε²/2, exactly
+    assert ledger.get_budget("alice", "adult") == approx_to_zcdp_cap(F(1), F(1, 10**6))
+    # An (ε, δ) charge with δ > 0 has no ρ: that dataset cannot switch to zCDP.
+    ledger.set_dataset("census", definition="approx")
+    ledger.set_budget("bob", "census", ApproxDP(F(1), F(1, 10**5)))
+    ledger.commit(reserve(ledger, charge("bob", "census", ApproxDP(F(1, 4), F(1, 10**6)))), "{}")
+    with pytest.raises(ConfigurationError, match="cannot switch"):
+        ledger.set_dataset("census", definition="zcdp")
+    assert ledger.spent("bob", "census") == ApproxDP(F(1, 4), F(1, 10**6))
+
+
+def test_a_delta_cap_on_a_pure_dataset_is_refused_not_dropped(ledger: Ledger) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    with pytest.raises(ConfigurationError, match="drop δ") as caught:
+        ledger.set_budget("alice", "adult", ApproxDP(F(10), F(1, 10**5)))
+    assert "--definition approx" in str(caught.value)
+    assert ledger.get_budget("alice", "adult") == PureDP(F(1))
+
+
+def test_a_delta_request_on_a_pure_dataset_names_the_command(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(2)))
+    with pytest.raises(ConfigurationError) as caught:
+        ledger.reserve(charge(loss=ApproxDP(F(1, 2), F(1, 10**6))))
+    assert (
+        "`dalenius budget set --dataset adult --analyst alice --epsilon 2 --delta 1e-5 "
+        "--definition approx`" in str(caught.value)
+    )
+    assert ledger.spent("alice", "adult") == PureDP(F(0))
 
 
 # -- accounting definitions -----------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dalenius.accounting import DEFINITIONS, definition_of, parse_definition
+from dalenius.accounting import DEFINITIONS, Definition, definition_of, parse_definition
 from dalenius.cli.common import EXIT_OK, default_ledger, emit_json
 from dalenius.cli.ledger_cmd import add_store_options, existing_ledger, loss_json, table
 from dalenius.core.errors import ConfigurationError
@@ -165,14 +165,12 @@ def run_set(args: argparse.Namespace) -> int:
         )
     with open_ledger(args.ledger or default_ledger()) as ledger:
         known = {d.name: d.definition for d in ledger.datasets()}
-        if args.definition is not None:
-            definition = parse_definition(args.definition)
-        else:
-            definition = known.get(args.dataset, definition_of(cap))
+        before = known.get(args.dataset)
+        definition = _definition(args, cap, before)
         if args.total:
             ledger.set_dataset(args.dataset, definition=definition, total_cap=cap)
         else:
-            if args.definition is not None or args.dataset not in known:
+            if definition != before:
                 ledger.set_dataset(args.dataset, definition=definition)
             ledger.set_budget(args.analyst, args.dataset, cap, refresh_days=args.refresh_days)
         stored = (
@@ -180,6 +178,7 @@ def run_set(args: argparse.Namespace) -> int:
             if args.total
             else ledger.get_budget(args.analyst, args.dataset)
         )
+    switched = before is not None and before != definition
     who = "all analysts (total cap)" if args.total else f"analyst {args.analyst!r}"
     if args.json:
         emit_json(
@@ -188,11 +187,37 @@ def run_set(args: argparse.Namespace) -> int:
                 "analyst": None if args.total else args.analyst,
                 "total": bool(args.total),
                 "definition": definition,
+                "switched_from": before if switched else None,
                 "cap": loss_json(stored),
             }
         )
     else:
+        if switched:
+            print(
+                f"dataset {args.dataset!r} switched from {before} to {definition} accounting; "
+                "its earlier charges and budgets were converted "
+                + (
+                    "(pure ε carries over as (ε, 0))"
+                    if before == "pure" and definition == "approx"
+                    else "(spending rounded up, caps rounded down)"
+                )
+            )
         print(
             f"set the budget of {who} on dataset {args.dataset!r} to {_text(stored)} ({definition})"
         )
     return EXIT_OK
+
+
+def _definition(args: argparse.Namespace, cap: Loss, before: Definition | None) -> Definition:
+    """The dataset's definition after this command: asked for, kept, or widened to keep δ.
+
+    A cap with δ > 0 on a dataset accounted as pure ε widens it to 'approx' (lossless: pure
+    charges carry over as (ε, 0)) rather than keep ε and drop δ; a change is always printed.
+    """
+    if args.definition is not None:
+        return parse_definition(args.definition)
+    if before is None:
+        return definition_of(cap)
+    if before == "pure" and isinstance(cap, ApproxDP) and cap.delta > 0:
+        return "approx"
+    return before

@@ -15,8 +15,8 @@ from decimal import ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
 from dalenius.accounting import Shortfall, components
-from dalenius.core.errors import BudgetExceededError
-from dalenius.core.loss import Loss
+from dalenius.core.errors import BudgetExceededError, ConfigurationError
+from dalenius.core.loss import ApproxDP, Loss
 from dalenius.ledger.base import BudgetInfo
 
 
@@ -111,4 +111,45 @@ def over_total(dataset: str, short: Shortfall) -> BudgetExceededError:
             f"ask with {short.measure} <= {format_down(short.remaining)}, "
             "or ask the custodian to raise the dataset's total cap."
         ),
+    )
+
+
+def _number(value: Fraction) -> str:
+    """A rational as the command line reads it back exactly enough (rounded down)."""
+    return format_down(value)
+
+
+def check_no_part_dropped(principal: str, dataset: str, cap: Loss, definition: str) -> None:
+    """Refuse a cap whose conversion to the dataset's definition would drop a part of it.
+
+    An (ε, δ) cap with δ > 0 on a dataset accounted as pure ε would keep ε and silently drop δ,
+    so a later request that needs δ would be refused although the custodian allowed it.
+
+    Raises:
+        ConfigurationError: naming the command that switches the dataset (safely) or drops δ.
+    """
+    if definition == "pure" and isinstance(cap, ApproxDP) and cap.delta > 0:
+        eps, delta = _number(cap.epsilon), _number(cap.delta)
+        raise ConfigurationError(
+            f"Dataset {dataset!r} is accounted as pure ε; a budget of {cap} would keep ε and "
+            "drop δ.",
+            why="a pure-ε dataset adds up ε only, so δ could never be spent.",
+            fix=(
+                "switch the dataset to (ε, δ) accounting (pure charges carry over as (ε, 0)): "
+                f"`dalenius budget set --dataset {dataset} --analyst {principal} "
+                f"--epsilon {eps} --delta {delta} --definition approx`, "
+                "or give --epsilon alone for a pure budget."
+            ),
+        )
+
+
+def approx_needed(principal: str, dataset: str, cap: Loss | None) -> str:
+    """The fix for a request that spends δ on a dataset accounted as pure ε: the exact command."""
+    epsilon = getattr(cap, "epsilon", None)
+    eps = "1" if epsilon is None else _number(epsilon)
+    return (
+        f"ask the custodian to account dataset {dataset!r} as (ε, δ) and give a δ: "
+        f"`dalenius budget set --dataset {dataset} --analyst {principal} --epsilon {eps} "
+        "--delta 1e-5 --definition approx` (charges so far carry over as (ε, 0)); "
+        "or group by columns with public keys."
     )

@@ -350,23 +350,9 @@ class SqlLedger(Ledger):
                 )
             else:
                 if current.definition != definition:
-                    used = tx.run(
-                        "SELECT (SELECT COUNT(*) FROM dalenius_budgets WHERE dataset = ?) + "
-                        "(SELECT COUNT(*) FROM dalenius_charges WHERE dataset = ?)",
-                        (dataset, dataset),
-                    )[0][0]
-                    if used:
-                        raise ConfigurationError(
-                            f"Dataset {dataset!r} is accounted as {current.definition!r} and "
-                            f"already has budgets or charges; it cannot switch to {definition!r}.",
-                            why="its stored charges and caps are sums in the old definition.",
-                            fix=(
-                                f"keep definition={current.definition!r}, or register the data "
-                                "under a new dataset name."
-                            ),
-                        )
-                    if current.total_cap is not None and cap is None:
-                        cap = cap_as(current.total_cap, definition)
+                    converted = self._switch_definition(tx, current, definition, now)
+                    if cap is None:
+                        cap = converted
                 tx.run(
                     "UPDATE dalenius_datasets SET definition = ?, "
                     "total_cap = COALESCE(?, total_cap) WHERE name = ?",
@@ -383,6 +369,67 @@ class SqlLedger(Ledger):
                 detail=detail,
                 loss=cap,
             )
+
+    def _switch_definition(
+        self, tx: Runner, current: DatasetInfo, definition: Definition, now: datetime
+    ) -> Loss | None:
+        """Re-express every charge and cap of a dataset in a new definition, or refuse.
+
+        Charges convert *up* (:func:`~dalenius.accounting.convert`: pure ε is (ε, 0) or exactly
+        ρ = ε²/2) and caps *down* (:func:`~dalenius.accounting.cap_as`), so what was spent is
+        never under-counted and what is allowed never grows. If any charge or cap has no sound
+        conversion, nothing changes. Returns the converted total cap (``None`` if there is none).
+        """
+        dataset = current.name
+        charges = tx.run(
+            "SELECT id, charged FROM dalenius_charges WHERE dataset = ?" + self.for_update,
+            (dataset,),
+        )
+        budgets = tx.run(
+            "SELECT principal, cap FROM dalenius_budgets WHERE dataset = ?" + self.for_update,
+            (dataset,),
+        )
+        try:
+            new_charges = [(ident, convert(decode_loss(c), definition)) for ident, c in charges]
+            new_caps = [(who, cap_as(decode_loss(c), definition)) for who, c in budgets]
+            total = None if current.total_cap is None else cap_as(current.total_cap, definition)
+        except ConfigurationError as error:
+            raise ConfigurationError(
+                f"Dataset {dataset!r} cannot switch from {current.definition!r} to "
+                f"{definition!r} accounting: {error.what}",
+                why=error.why or "a stored charge or cap has no sound conversion.",
+                fix=(
+                    f"keep definition={current.definition!r}"
+                    + (
+                        ", or switch to 'approx' (pure charges carry over as (ε, 0))"
+                        if current.definition == "pure" and definition != "approx"
+                        else ""
+                    )
+                    + ", or register the data under a new dataset name."
+                ),
+            ) from None
+        for ident, loss in new_charges:
+            tx.run(
+                "UPDATE dalenius_charges SET charged = ? WHERE id = ?", (encode_loss(loss), ident)
+            )
+        for who, cap in new_caps:
+            tx.run(
+                "UPDATE dalenius_budgets SET cap = ? WHERE principal = ? AND dataset = ?",
+                (encode_loss(cap), who, dataset),
+            )
+        self._audit(
+            tx,
+            at=now,
+            principal="",
+            dataset=dataset,
+            sql="",
+            outcome=DATASET_SET,
+            detail=(
+                f"accounting switched from {current.definition} to {definition}: "
+                f"{len(new_charges)} charges and {len(new_caps)} budgets converted"
+            ),
+        )
+        return total
 
     def remove_total_cap(self, dataset: str) -> None:
         """Lift a dataset's total cap (analysts' own budgets still apply)."""
@@ -428,6 +475,7 @@ class SqlLedger(Ledger):
                 )
             else:
                 definition = info.definition
+            policy.check_no_part_dropped(principal, dataset, cap, definition)
             stored = cap_as(cap, definition)
             current = self._budget(tx, principal, dataset, lock=True)
             anchor = now if current is None else current.anchor
@@ -585,6 +633,12 @@ class SqlLedger(Ledger):
         try:
             charged = convert(request.loss, info.definition)
         except ConfigurationError as error:
+            if info.definition == "pure":
+                return ConfigurationError(
+                    error.what,
+                    why=error.why,
+                    fix=policy.approx_needed(request.principal, request.dataset, budget.cap),
+                )
             return error
         since = policy.period_start(budget, now)
         spent = self._sum(tx, info.definition, request.dataset, request.principal, since)
