@@ -1,0 +1,87 @@
+"""Where a client's random bits come from, and the only other place they may come from.
+
+A report leaves the device once and is the privacy boundary: its randomness must be unpredictable,
+so every client encoder draws from the operating system's generator
+(:func:`dalenius.core.rng.system_random`) through :class:`SystemDraws`. No encoder takes a
+generator argument, so nothing — no option, file or flag — can make a client use another source.
+
+Simulating millions of clients with ``os.urandom`` would be slow and would prove nothing more, so
+:mod:`dalenius.ldp.simulate` (and only it) builds :class:`SimulationDraws` over numpy's seeded
+PCG64 and calls the protocols' internal, vectorised ``_perturb`` methods directly. Simulated
+reports are for measuring accuracy; they are never sent anywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from dalenius.core.rng import RandomSource, system_random
+
+_MAX_N = 1 << 62
+
+
+class Draws(Protocol):
+    """Uniform random integers, the one primitive every local encoder is built from."""
+
+    def words32(self, size: int) -> npt.NDArray[np.uint32]:
+        """``size`` independent uniform 32-bit words."""
+        ...
+
+    def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        """``size`` independent uniform integers in ``[0, n)`` (exact, no modulo bias)."""
+        ...
+
+
+class SystemDraws:
+    """Draws from a :class:`~dalenius.core.rng.RandomSource` (the OS generator in production)."""
+
+    def __init__(self, source: RandomSource | None = None) -> None:
+        self._source = source if source is not None else system_random()
+
+    def words32(self, size: int) -> npt.NDArray[np.uint32]:
+        """Uniform 32-bit words cut from 64-bit words of the source."""
+        words = self._source.uint64((size + 1) // 2).view(np.uint32)
+        return words[:size]
+
+    def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        """Rejection sampling on 64-bit words: every residue equally likely."""
+        if not 1 <= n <= _MAX_N:
+            raise ValueError(f"n must be in [1, 2**62], got {n}")
+        if n & (n - 1) == 0:
+            return (self._source.uint64(size) & np.uint64(n - 1)).astype(np.int64)
+        limit = np.uint64(((1 << 64) // n) * n)
+        out = np.empty(size, dtype=np.int64)
+        pending = np.arange(size)
+        while pending.size:
+            words = self._source.uint64(pending.size)
+            accepted = words < limit
+            out[pending[accepted]] = (words[accepted] % np.uint64(n)).astype(np.int64)
+            pending = pending[~accepted]
+        return out
+
+
+class SimulationDraws:
+    """numpy's PCG64, for simulations of many clients only (see the module docstring).
+
+    Args:
+        seed: the seed; ``None`` takes one from the OS.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.generator = np.random.Generator(np.random.PCG64(seed))
+
+    def words32(self, size: int) -> npt.NDArray[np.uint32]:
+        """Uniform 32-bit words."""
+        return self.generator.integers(0, 1 << 32, size=size, dtype=np.uint32)
+
+    def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
+        """Uniform integers in ``[0, n)`` (numpy's unbiased bounded generator)."""
+        return self.generator.integers(0, n, size=size, dtype=np.int64)
+
+
+def client_draws() -> Draws:
+    """The draws every client encoder uses: the operating system's generator, always."""
+    return SystemDraws()

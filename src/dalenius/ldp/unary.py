@@ -1,0 +1,121 @@
+"""Unary encodings: symmetric (SUE, basic one-time RAPPOR) and optimised (OUE).
+
+The client one-hot encodes its value in ``d`` bits and randomises each bit independently: the bit
+of its value is sent as 1 with probability ``p``, every other bit as 1 with probability ``q``. A
+report supports the values whose bits are 1, so the protocol is pure with that ``(p, q)`` and
+``ε = ln(p(1 − q)/((1 − p)q))`` (two bits change between neighbouring values).
+
+* SUE: ``p = e^{ε/2}/(e^{ε/2} + 1)``, ``q = 1 − p`` (each bit is a binary RR at ε/2).
+* OUE: ``p = 1/2``, ``q = 1/(e^ε + 1)``, which minimises the variance ``4e^ε/(e^ε − 1)²``.
+
+Exactness: ``q`` is rounded up to the ``2**-32`` grid (and SUE's ``p = 1 − q``), which can only
+lower the ratio.
+
+Example:
+    >>> oue = UnaryEncoding(5, epsilon=1, optimized=True)
+    >>> oue.p
+    Fraction(1, 2)
+    >>> oue.encode(3).shape
+    (5,)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from dalenius.core.errors import ConfigurationError
+from dalenius.core.loss import Number
+from dalenius.ldp._base import FrequencyOracle, Reports, check_domain, check_epsilon
+from dalenius.ldp._draws import Draws
+from dalenius.ldp._exact import exp_bounds, grid_up, on_grid
+
+CHUNK_BITS = 1 << 24
+"""Bits randomised per block, so memory stays bounded for millions of clients."""
+
+
+class UnaryEncoding(FrequencyOracle):
+    """SUE (``optimized=False``) or OUE (``optimized=True``) over ``{0, …, d−1}``.
+
+    Reports are ``uint8`` rows of ``d`` bits.
+    """
+
+    def __init__(self, domain_size: int, *, epsilon: Number, optimized: bool = True) -> None:
+        self.domain_size = check_domain(domain_size, limit=1 << 16)
+        self.requested_epsilon = check_epsilon(epsilon)
+        self.name = "oue" if optimized else "sue"
+        if optimized:
+            e_lo, _ = exp_bounds(self.requested_epsilon)
+            self.p, self.q = Fraction(1, 2), grid_up(1 / (e_lo + 1))
+        else:
+            e_lo, _ = exp_bounds(self.requested_epsilon / 2)
+            self.q = grid_up(1 / (e_lo + 1))
+            self.p = 1 - self.q
+        self._check_ratio()
+
+    @property
+    def ratio(self) -> Fraction:
+        """``p(1 − q)/((1 − p)q)``: the two bits that differ between two values."""
+        return self.p * (1 - self.q) / ((1 - self.p) * self.q)
+
+    def _perturb(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
+        d = self.domain_size
+        out = np.empty((codes.size, d), dtype=np.uint8)
+        a_p, a_q = np.uint32(on_grid(self.p)), np.uint32(on_grid(self.q))
+        rows = max(1, CHUNK_BITS // d)
+        for start in range(0, codes.size, rows):
+            block = codes[start : start + rows]
+            words = draws.words32(block.size * d).reshape(block.size, d)
+            bits = words < a_q
+            index = np.arange(block.size)
+            bits[index, block] = words[index, block] < a_p
+            out[start : start + block.size] = bits
+        return out
+
+    def check_reports(self, reports: npt.ArrayLike) -> Reports:
+        """Rows of ``d`` bits (0 or 1)."""
+        arr = np.asarray(reports)
+        ok = arr.ndim == 2 and arr.shape[1] == self.domain_size
+        if ok and arr.size:
+            ok = bool(
+                (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_)
+                and arr.min() >= 0
+                and arr.max() <= 1
+            )
+        if not ok:
+            raise ConfigurationError(
+                f"an {self.name} report is a list of exactly {self.domain_size} bits (0 or 1).",
+                fix="send the bit vector the client's encoder produced.",
+            )
+        return arr.astype(np.uint8, copy=False)
+
+    def support_counts(self, reports: Reports) -> npt.NDArray[np.int64]:
+        """The number of 1s in each bit position."""
+        counts: npt.NDArray[np.int64] = reports.sum(axis=0, dtype=np.int64)
+        return counts
+
+    def all_reports(self) -> Iterator[tuple[int, ...]]:
+        """All ``2^d`` bit vectors (small ``d`` only)."""
+        return itertools.product((0, 1), repeat=self.domain_size)
+
+    def report_probability(self, report: tuple[int, ...], value: int) -> Fraction:
+        """The product of the independent bit probabilities."""
+        prob = Fraction(1)
+        for j, bit in enumerate(report):
+            one = self.p if j == value else self.q
+            prob *= one if bit else 1 - one
+        return prob
+
+
+def sue(domain_size: int, *, epsilon: Number) -> UnaryEncoding:
+    """Symmetric unary encoding (basic one-time RAPPOR)."""
+    return UnaryEncoding(domain_size, epsilon=epsilon, optimized=False)
+
+
+def oue(domain_size: int, *, epsilon: Number) -> UnaryEncoding:
+    """Optimised unary encoding."""
+    return UnaryEncoding(domain_size, epsilon=epsilon, optimized=True)
