@@ -1,4 +1,4 @@
-"""The ``dalenius`` command: ``query``, ``explain``, ``budget``, ``ledger``, ``demo`` and ``serve``."""
+"""The ``dalenius`` command: ``query``, ``explain``, ``budget``, ``ledger``, ``demo``, ``serve`` and ``calibrate``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from dalenius import __version__
-from dalenius.cli import budget_cmd, demo_cmd, ledger_cmd, query_cmd, serve_cmd
+from dalenius.cli import budget_cmd, calibrate_cmd, demo_cmd, ledger_cmd, query_cmd, serve_cmd
 from dalenius.cli.common import run_guarded
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register(sub)
     demo_cmd.register(sub)
     serve_cmd.register(sub)
+    calibrate_cmd.register(sub)
     return parser
 
 

@@ -54,8 +54,8 @@ ENGINE_SOURCES = {
 """Which source kinds each engine reads: one engine runs every query of a dataset, so all of its
 tables must be readable by that engine."""
 
-DATASET_KEYS = ("name", "description", "engine")
-TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description")
+DATASET_KEYS = ("name", "description", "engine", "constant_time", "deadlines")
+TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description", "max_row_count")
 COLUMN_KEYS = ("type", "bounds", "keys", "nullable", "description")
 UNIT_KEYS = ("column", "max_rows", "max_groups")
 """Every key a catalog may use, by section (the docs test checks each is documented)."""
@@ -115,6 +115,9 @@ class Table:
     privacy_unit: PrivacyUnit
     columns: tuple[Column, ...]
     public: bool = False
+    max_row_count: int | None = None
+    """The declared (public) maximum number of rows; a larger source is refused when the table is
+    opened or reloaded, never at query time."""
 
     def column(self, name: str) -> Column | None:
         """The column called ``name`` (case-insensitive), or ``None``."""
@@ -139,6 +142,10 @@ class Catalog:
     path: Path | None = None
     description: str = ""
     engine: str = "duckdb"
+    constant_time: bool = False
+    """Whether every release leaves at a deadline fixed from public facts (docs/constant-time.md)."""
+    deadlines_path: Path | None = None
+    """The sidecar file holding the calibrated deadlines (``dalenius calibrate`` writes it)."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def table(self, name: str) -> Table | None:
@@ -226,7 +233,7 @@ class _Validator:
         if unknown:
             raise self.error(
                 f"unknown key(s) {sorted(unknown)} in [dataset].",
-                fix="use name, description and engine.",
+                fix="use name, description, engine, constant_time and deadlines.",
             )
         engine = dataset.get("engine")
         if engine is not None and engine not in ENGINES:
@@ -249,13 +256,53 @@ class _Validator:
                 )
             seen.add(table_name.lower())
             tables.append(self.table(table_name, table_doc))
+        engine_name = self.engine(engine, tables)
+        constant_time = self.constant_time(dataset, engine_name, tables)
         return Catalog(
             name=name.strip(),
             tables=tuple(tables),
             path=Path(self.file) if self.file != "<catalog>" else None,
             description=description,
-            engine=self.engine(engine, tables),
+            engine=engine_name,
+            constant_time=constant_time,
+            deadlines_path=self.deadlines_path(dataset, constant_time),
         )
+
+    def constant_time(self, dataset: dict[str, Any], engine: str, tables: list[Table]) -> bool:
+        """The ``constant_time`` setting, checked against what the mode needs."""
+        value = dataset.get("constant_time", False)
+        if not isinstance(value, bool):
+            raise self.error("[dataset] constant_time must be true or false.")
+        if not value:
+            return False
+        if engine != "duckdb":
+            raise self.error(
+                f"constant_time is supported on the duckdb engine only, not {engine}.",
+                fix='set engine = "duckdb", or constant_time = false.',
+            )
+        for table in tables:
+            if table.max_row_count is None:
+                raise self.error(
+                    "constant_time needs a declared max_row_count on every table.",
+                    table=table.name,
+                    fix="add max_row_count = N (the most rows the table will ever hold) to the "
+                    "table; deadlines are calibrated for tables of that size.",
+                )
+        return True
+
+    def deadlines_path(self, dataset: dict[str, Any], constant_time: bool) -> Path | None:
+        """The deadlines sidecar: as declared, else ``<catalog>.deadlines.toml`` beside it."""
+        raw = dataset.get("deadlines")
+        if raw is not None and (not isinstance(raw, str) or not raw):
+            raise self.error("[dataset] deadlines must be a file path.")
+        if raw is None:
+            if not constant_time or self.file == "<catalog>":
+                return None
+            return Path(self.file).with_suffix(".deadlines.toml").resolve()
+        path = Path(raw).expanduser()
+        if not path.is_absolute() and self.base_dir is not None:
+            path = self.base_dir / path
+        return path
 
     def engine(self, declared: str | None, tables: list[Table]) -> str:
         """The engine that runs the dataset: the declared one, else the one its sources need."""
@@ -294,7 +341,8 @@ class _Validator:
             raise self.error(
                 f"unknown key(s) {sorted(unknown)}.",
                 table=name,
-                fix="a table has source, privacy_unit, columns and optionally public and description.",
+                fix="a table has source, privacy_unit, columns and optionally public, description and "
+                "max_row_count.",
             )
         public = doc.get("public", False)
         if not isinstance(public, bool):
@@ -315,8 +363,22 @@ class _Validator:
             seen.add(col_name.lower())
             columns.append(self.column(name, col_name, col_doc))
         unit = self.privacy_unit(name, doc.get("privacy_unit"), columns, public)
+        max_rows = doc.get("max_row_count")
+        if max_rows is not None and (
+            isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
+        ):
+            raise self.error(
+                f"max_row_count must be an integer >= 1; got {max_rows!r}.",
+                table=name,
+                fix="declare the most rows the table will ever hold, e.g. max_row_count = 1000000.",
+            )
         return Table(
-            name=name, source=source, privacy_unit=unit, columns=tuple(columns), public=public
+            name=name,
+            source=source,
+            privacy_unit=unit,
+            columns=tuple(columns),
+            public=public,
+            max_row_count=max_rows,
         )
 
     def source(self, table: str, doc: Any) -> Source:

@@ -224,6 +224,21 @@ class ExecutionError(DaleniusError):
     code = "execution_error"
 
 
+class DeadlineError(DaleniusError):
+    """Constant-time mode: the release deadline passed before the outcome was ready.
+
+    The text is constant (it says nothing about the data); the loss was charged.
+    """
+
+    code = "deadline"
+    message = (
+        "the release deadline passed before the answer was ready; the reserved loss was charged"
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.message)
+
+
 class InternalError(DaleniusError):
     """A bug in Dalenius, not in the user's input. Please report it."""
 

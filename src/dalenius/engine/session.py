@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from dalenius.core.catalog import Catalog, Table, load_catalog
+from dalenius.core.deadlines import current_deadlines
 from dalenius.core.errors import (
     ConfigurationError,
     DaleniusError,
+    DeadlineError,
     InternalError,
     InvalidLossError,
     PrivacyRefusal,
@@ -35,6 +40,7 @@ from dalenius.core.rng import system_random
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
 from dalenius.engine.result import Result
+from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
 from dalenius.ledger.base import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
@@ -49,6 +55,8 @@ DEFAULT_ANALYST = "analyst"
 ANSWER_FORMAT = 2
 MAX_JOIN_MULTIPLICITY = 1000
 """A public table may repeat a join key at most this often (each repeat multiplies the noise)."""
+
+_alerts = logging.getLogger("dalenius.alerts")
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,9 @@ class Session:
         conf = _confidence(confidence if confidence is not None else self.confidence)
         try:
             prepared = self._prepare(sql, epsilon, delta)
+            # The release clock starts once the plan is ready: parsing and planning read only
+            # the query text and the catalog, and take as long as a new text needs.
+            deadline = self._deadline(prepared.plan, time.monotonic())
         except UserError as exc:
             self._audit(sql, "refused", exc)
             raise
@@ -138,6 +149,8 @@ class Session:
         # reserve() writes the audit line itself, also when it refuses for lack of budget.
         outcome = self.ledger.reserve(request)
         if isinstance(outcome, CachedAnswer):
+            if json.loads(outcome.answer).get("outcome") == "deadline":
+                raise DeadlineError()
             noisy = _decode(outcome.answer)
             answer = post_process(plan, noisy, conf)
             return Result.from_answer(
@@ -148,8 +161,32 @@ class Session:
                 cached=True,
                 entry_id=outcome.entry_id,
             )
-        noisy = self._run(outcome, prepared)
-        entry_id = self.ledger.commit(outcome, _encode(noisy))
+        if deadline is None:
+            return self._release(outcome, prepared, conf, lambda: True)
+        reservation = outcome
+        try:
+            return deadline.run(
+                lambda claim: self._release(reservation, prepared, conf, claim),
+                on_miss=lambda: self._missed(reservation, sql, deadline),
+                interrupt=self.executor.interrupt,
+            )
+        except DeadlineMissed:
+            raise DeadlineError() from None
+
+    def _release(
+        self,
+        reservation: Reservation,
+        prepared: _Prepared,
+        conf: float,
+        claim: Callable[[], bool],
+    ) -> Result:
+        """Everything after the reservation: engine, noise, commit, post-processing."""
+        plan = prepared.plan
+        noisy = self._run(reservation, prepared)
+        if not claim():
+            # The deadline was declared missed meanwhile: the miss path records the outcome.
+            raise DeadlineMissed(plan_class(plan))
+        entry_id = self.ledger.commit(reservation, _encode(noisy))
         answer = post_process(plan, noisy, conf)
         return Result.from_answer(
             answer,
@@ -159,6 +196,44 @@ class Session:
             cached=False,
             entry_id=entry_id,
         )
+
+    def _deadline(self, plan: DPQuery, arrival: float) -> Deadline | None:
+        """The release deadline of ``plan`` in constant-time mode (``None`` otherwise).
+
+        Decided before the data gate from the catalog and the plan only.
+        """
+        if not self.catalog.constant_time:
+            return None
+        deadlines = current_deadlines(self.catalog, self.executor.engine_version)
+        kind = plan_class(plan)
+        seconds = deadlines.seconds(kind)
+        if seconds is None:
+            raise ConfigurationError(
+                f"the dataset {self.dataset!r} has no calibrated deadline for {kind} queries.",
+                why="in constant-time mode every answer leaves at a deadline fixed in advance.",
+                fix="the custodian runs `dalenius calibrate` on a catalog whose tables allow "
+                f"{kind} queries.",
+            )
+        return Deadline(arrival, seconds, kind)
+
+    def _missed(self, reservation: Reservation, sql: str, deadline: Deadline) -> None:
+        """A missed deadline: the loss stays charged, the miss is audited and alerted."""
+        detail = (
+            f"release deadline of {deadline.seconds * 1000:.1f} ms missed "
+            f"(plan class {deadline.plan_class})"
+        )
+        self.ledger.commit(
+            reservation, json.dumps({"format": ANSWER_FORMAT, "outcome": "deadline"})
+        )
+        self.ledger.record(
+            principal=self.analyst,
+            dataset=self.dataset,
+            sql=sql,
+            outcome="deadline",
+            detail=detail,
+            plan_hash=reservation.request.plan_hash,
+        )
+        _alerts.warning("dataset %r: %s", self.dataset, detail)
 
     def remaining(self) -> Loss:
         """The budget this analyst has left on this dataset (rounded down)."""

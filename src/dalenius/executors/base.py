@@ -37,6 +37,14 @@ class Executor(abc.ABC):
     def data_version(self, table: Table) -> str:
         """A fingerprint that changes when the table's data change (for the answer cache)."""
 
+    @property
+    def engine_version(self) -> str:
+        """The engine's name and version (deadlines are calibrated per engine version)."""
+        return self.dialect
+
+    def interrupt(self, thread: int) -> None:  # noqa: B027 - optional hook
+        """Stop the query ``thread`` is running now, if the engine can (called from another thread)."""
+
     def close(self) -> None:  # noqa: B027 - optional hook; most executors hold nothing to close
         """Release connections."""
 

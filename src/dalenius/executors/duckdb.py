@@ -5,6 +5,13 @@ converted to its declared type with ``TRY_CAST`` (a malformed value becomes NULL
 error, so no query can fail because of one row's content). CSV files are loaded into memory once, on
 first use; Parquet files and DuckDB databases are read in place, so a 10-million-row table is never
 copied into Python.
+
+A table with a declared ``max_row_count`` is counted when it is opened (CSV: loaded then) and
+refused if larger — at registration or reload, never at query time. A dataset in constant-time mode
+(``constant_time = true``) has every table loaded into memory when it is opened, and a table whose
+privacy unit is an id column keeps at most ``max_rows`` rows of each person, chosen by a keyed hash
+drawn once per load: a query then never sees one person's excess, so its running time cannot grow
+with it.
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import duckdb
 
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.errors import CatalogError, ExecutionError
+from dalenius.core.rng import system_random
+from dalenius.core.unit import IdUnit
 from dalenius.executors.base import Executor, Row, files_fingerprint
 
 DUCKDB_TYPES = {
@@ -43,16 +52,43 @@ class DuckDBExecutor(Executor):
 
     dialect = "duckdb"
 
-    def __init__(self, catalog: Catalog, *, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        threads: int | None = None,
+        disabled_optimizers: str | None = None,
+    ) -> None:
         super().__init__(catalog)
         self._con = duckdb.connect(":memory:")
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
+        if disabled_optimizers is None and catalog.constant_time:
+            disabled_optimizers = CONSTANT_TIME_DISABLED_OPTIMIZERS
+        if disabled_optimizers:
+            quoted = disabled_optimizers.replace("'", "''")
+            self._con.execute(f"SET disabled_optimizers = '{quoted}'")
         self._lock = threading.Lock()
+        self._running_lock = threading.Lock()
+        self._running: int | None = None
         self._loaded: set[str] = set()
         self._attached: dict[str, str] = {}
         for table in catalog.tables:
             self._check_columns(table)
+        for table in catalog.tables:
+            if catalog.constant_time or table.max_row_count is not None:
+                self.prepare(table)
+
+    @property
+    def engine_version(self) -> str:
+        """``duckdb`` and its version (deadlines are calibrated per engine version)."""
+        return f"duckdb {duckdb.__version__}"
+
+    def interrupt(self, thread: int) -> None:
+        """Stop the query that ``thread`` is running now, if any (a missed deadline)."""
+        with self._running_lock:
+            if self._running == thread:
+                self._con.interrupt()
 
     def prepare(self, table: Table) -> None:
         """Create the relation for ``table`` (CSV: load into memory; others: a view), once."""
@@ -63,12 +99,17 @@ class DuckDBExecutor(Executor):
     def fetch(self, sql: str) -> list[Row]:
         """Run ``sql`` and return its rows."""
         with self._lock:
+            with self._running_lock:
+                self._running = threading.get_ident()
             try:
                 return self._con.execute(sql).fetchall()
             except duckdb.Error as exc:
                 raise ExecutionError(
                     f"DuckDB failed to compute the exact aggregate: {exc}"
                 ) from exc
+            finally:
+                with self._running_lock:
+                    self._running = None
 
     def data_version(self, table: Table) -> str:
         """Fingerprint of the table's files."""
@@ -125,6 +166,10 @@ class DuckDBExecutor(Executor):
         raw = self._raw_relation(table)
         projection = ", ".join(_converted(c) for c in table.columns)
         name = table.name.replace('"', '""')
+        if self.catalog.constant_time:
+            self._materialise(table, raw, projection)
+            self._loaded.add(table.name)
+            return
         if table.source.kind == "csv":
             # Load the text first, then convert from that table: converting straight from
             # read_csv lets DuckDB push TRY_CAST into the CSV reader, which raises on a malformed
@@ -137,7 +182,53 @@ class DuckDBExecutor(Executor):
             self._con.execute(f"DROP TABLE {text}")
         else:
             self._con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {projection} FROM {raw}')
+        self._check_row_count(table, f'"{name}"')
         self._loaded.add(table.name)
+
+    def _materialise(self, table: Table, raw: str, projection: str) -> None:
+        """Load ``table`` into memory; an id unit keeps at most ``max_rows`` rows per person."""
+        name = table.name.replace('"', '""')
+        text = f'"__text_{name}"'
+        self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
+        try:
+            self._check_row_count(table, text)
+        except CatalogError:
+            self._con.execute(f"DROP TABLE {text}")
+            raise
+        converted = f"SELECT {projection} FROM {text}"
+        unit = table.privacy_unit
+        if isinstance(unit, IdUnit) and not table.public:
+            pid = '"' + unit.column.replace('"', '""') + '"'
+            columns = ", ".join('"' + c.name.replace('"', '""') + '"' for c in table.columns)
+            salt = int(system_random().uint64(1)[0] >> 1)
+            converted = (
+                f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {pid} "
+                f"ORDER BY hash({salt}, {columns})) AS __rank FROM ({converted}) AS c "
+                f"WHERE {pid} IS NOT NULL) AS r WHERE __rank <= {int(unit.max_rows)}"
+            )
+        self._con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {converted}')
+        self._con.execute(f"DROP TABLE {text}")
+
+    def _check_row_count(self, table: Table, relation: str) -> None:
+        """Refuse a table holding more rows than its declared ``max_row_count``."""
+        if table.max_row_count is None:
+            return
+        count = self._con.execute(f"SELECT COUNT(*) FROM {relation}").fetchone()
+        rows = int(count[0]) if count else 0
+        if rows > table.max_row_count:
+            raise CatalogError(
+                f"the source holds {rows} rows, more than the declared max_row_count "
+                f"{table.max_row_count}.",
+                table=table.name,
+                why="deadlines and public facts are computed for at most that many rows.",
+                fix="raise max_row_count (and calibrate again), or trim the source.",
+            )
+
+
+CONSTANT_TIME_DISABLED_OPTIMIZERS = "statistics_propagation,filter_pushdown"
+"""DuckDB optimizers switched off in constant-time mode: they choose plans from column statistics
+(min/max), so one outlier could change the plan and its running time (bench/timing.py measures
+the effect)."""
 
 
 def _converted(column: Column) -> str:

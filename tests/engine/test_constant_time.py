@@ -1,0 +1,288 @@
+"""Constant-time release: declared row caps, deadlines from public facts, every outcome at T.
+
+No test asserts a wall-clock time: the clock's deadline is checked by recording the instant the
+release waits for, and misses are forced with deadlines no engine can meet.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import dalenius
+from dalenius.cli.main import main
+from dalenius.core.catalog import Catalog, load_catalog, parse_catalog
+from dalenius.core.deadlines import (
+    Deadlines,
+    load_deadlines,
+    public_fingerprint,
+    write_deadlines,
+)
+from dalenius.core.errors import CatalogError, ConfigurationError, DeadlineError, ExecutionError
+from dalenius.core.loss import PureDP
+from dalenius.engine import timing
+from dalenius.engine.calibrate import calibrate, class_queries
+from dalenius.engine.session import Session
+from dalenius.engine.timing import plan_class
+from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.ledger.base import open_ledger
+
+CATALOG = """
+[dataset]
+name = "ct"
+constant_time = true
+
+[tables.t]
+source = {{ csv = "t.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 2 }}
+max_row_count = {rows}
+
+[tables.t.columns]
+pid = "int"
+x = {{ type = "int", bounds = [0, 10] }}
+g = {{ type = "str", keys = ["a", "b"] }}
+"""
+
+
+def write_catalog(folder: Path, *, rows: int = 100, constant_time: bool = True) -> Path:
+    lines = ["pid,x,g"] + [f"{i},{i % 10},a" for i in range(30)] + ["999,5,b"] * 20
+    (folder / "t.csv").write_text("\n".join(lines) + "\n")
+    text = CATALOG.format(rows=rows)
+    if not constant_time:
+        text = text.replace("constant_time = true", "constant_time = false")
+    path = folder / "ct.toml"
+    path.write_text(text)
+    return path
+
+
+def with_deadlines(catalog: Catalog, **millis: float) -> None:
+    assert catalog.deadlines_path is not None
+    fingerprint = public_fingerprint(catalog, DuckDBExecutor(catalog).engine_version)
+    write_deadlines(Deadlines(dict(millis), fingerprint), catalog.deadlines_path)
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The instants releases waited for (instead of waiting)."""
+    instants: list[float] = []
+    monkeypatch.setattr(timing, "wait_until", instants.append)
+    return instants
+
+
+# -- catalog -----------------------------------------------------------------------------------
+
+
+def test_catalog_reads_row_caps_constant_time_and_the_default_deadlines_file(
+    tmp_path: Path,
+) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    assert catalog.constant_time
+    assert catalog.tables[0].max_row_count == 100
+    assert catalog.deadlines_path == (tmp_path / "ct.deadlines.toml").resolve()
+
+
+@pytest.mark.parametrize("value", ["0", "-3", '"many"', "true", "1.5"])
+def test_a_bad_max_row_count_is_refused_naming_the_table(tmp_path: Path, value: str) -> None:
+    write_catalog(tmp_path)
+    text = (
+        (tmp_path / "ct.toml")
+        .read_text()
+        .replace("max_row_count = 100", f"max_row_count = {value}")
+    )
+    with pytest.raises(CatalogError, match="max_row_count must be an integer") as info:
+        parse_catalog(text, base_dir=tmp_path)
+    assert "'t'" in str(info.value)
+
+
+def test_constant_time_needs_every_table_to_declare_its_row_cap(tmp_path: Path) -> None:
+    write_catalog(tmp_path)
+    text = (tmp_path / "ct.toml").read_text().replace("max_row_count = 100\n", "")
+    with pytest.raises(CatalogError, match="constant_time needs a declared max_row_count"):
+        parse_catalog(text, base_dir=tmp_path)
+
+
+def test_constant_time_on_another_engine_is_refused(tmp_path: Path) -> None:
+    write_catalog(tmp_path)
+    text = (
+        (tmp_path / "ct.toml")
+        .read_text()
+        .replace("constant_time = true", 'constant_time = true\nengine = "spark"')
+    )
+    with pytest.raises(CatalogError, match="duckdb engine only"):
+        parse_catalog(text, base_dir=tmp_path)
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("constant_time", [True, False])
+def test_a_table_over_its_declared_row_cap_is_refused_when_opened(
+    tmp_path: Path, constant_time: bool
+) -> None:
+    catalog = load_catalog(write_catalog(tmp_path, rows=49, constant_time=constant_time))
+    with pytest.raises(CatalogError, match="50 rows, more than the declared max_row_count 49"):
+        DuckDBExecutor(catalog)
+
+
+def test_a_parquet_table_over_its_row_cap_is_refused_when_opened(tmp_path: Path) -> None:
+    write_catalog(tmp_path)
+    import duckdb
+
+    duckdb.sql(f"COPY (SELECT range AS x FROM range(12)) TO '{tmp_path / 'p.parquet'}'")
+    catalog = parse_catalog(
+        '[tables.p]\nsource = { parquet = "p.parquet" }\nprivacy_unit = "row"\nmax_row_count = 11\n'
+        'columns = { x = { type = "int", bounds = [0, 20] } }',
+        base_dir=tmp_path,
+    )
+    with pytest.raises(CatalogError, match="12 rows"):
+        DuckDBExecutor(catalog)
+    ok = replace(catalog, tables=(replace(catalog.tables[0], max_row_count=12),))
+    assert DuckDBExecutor(ok).fetch('SELECT COUNT(*) FROM "p"') == [(12,)]
+
+
+def test_constant_time_loading_keeps_at_most_the_row_cap_of_each_person(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    executor = DuckDBExecutor(catalog)
+    # 30 persons with one row each, and person 999 with 20 rows of which 2 are kept.
+    assert executor.fetch('SELECT COUNT(*), COUNT(DISTINCT pid) FROM "t"') == [(32, 31)]
+    assert executor.fetch("SELECT current_setting('disabled_optimizers')")[0][0]
+
+
+def test_without_constant_time_the_raw_rows_stay(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path, constant_time=False))
+    assert DuckDBExecutor(catalog).fetch('SELECT COUNT(*) FROM "t"') == [(50,)]
+
+
+# -- deadlines before the gate -----------------------------------------------------------------
+
+
+def test_an_uncalibrated_dataset_refuses_before_spending_anything(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    with dalenius.connect(catalog, budget=1) as session:
+        with pytest.raises(ConfigurationError, match="no calibrated deadlines"):
+            session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5)
+        assert session.remaining() == PureDP(Fraction(1))
+        assert not session.ledger.entries()
+
+
+def test_deadlines_calibrated_for_other_public_facts_are_stale(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=1000.0)
+    bigger = load_catalog(write_catalog(tmp_path, rows=200))
+    with dalenius.connect(bigger, budget=1) as session:
+        with pytest.raises(ConfigurationError, match="calibrated for other public facts"):
+            session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5)
+        assert session.remaining() == PureDP(Fraction(1))
+
+
+def test_a_class_without_a_deadline_is_refused_before_spending(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=1000.0)
+    with dalenius.connect(catalog, budget=1) as session:
+        with pytest.raises(ConfigurationError, match="no calibrated deadline for group_by"):
+            session.query('SELECT g, COUNT(*) FROM "t" GROUP BY g', epsilon=0.5)
+        assert session.remaining() == PureDP(Fraction(1))
+
+
+def test_plan_classes_come_from_the_plan(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    cases = {
+        'SELECT COUNT(*), SUM(x) FROM "t"': "scan",
+        'SELECT g, COUNT(*) FROM "t" GROUP BY g': "group_by",
+        'SELECT MEDIAN(x) FROM "t"': "quantile",
+        'SELECT g, MAX(x) FROM "t" GROUP BY g': "quantile",
+    }
+    for sql, expected in cases.items():
+        assert plan_class(session._prepare(sql, 1).plan) == expected, sql
+
+
+# -- every outcome at the deadline -------------------------------------------------------------
+
+
+def test_an_answer_leaves_exactly_at_the_deadline(tmp_path: Path, recorded: list[float]) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=60_000.0)
+    with dalenius.connect(catalog, budget=1) as session:
+        started: list[float] = []
+        original = session._deadline
+
+        def spy(plan, start):  # type: ignore[no-untyped-def]
+            started.append(start)
+            return original(plan, start)
+
+        session._deadline = spy  # type: ignore[method-assign]
+        result = session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5)
+        assert result.rows
+        assert recorded == [pytest.approx(started[0] + 60.0, abs=1e-9)]
+
+
+def test_a_failure_also_leaves_at_the_deadline(tmp_path: Path, recorded: list[float]) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=60_000.0)
+
+    class Failing(DuckDBExecutor):
+        def fetch(self, sql: str) -> list[tuple[object, ...]]:
+            raise ExecutionError("engine failure")
+
+    with dalenius.connect(catalog, budget=1, executor=Failing(catalog)) as session:
+        with pytest.raises(ExecutionError):
+            session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5)
+        assert len(recorded) == 1
+
+
+def test_a_miss_gives_the_fixed_deadline_outcome_charged_and_audited(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=0.001)
+    with dalenius.connect(catalog, budget=1) as session:
+        with pytest.raises(DeadlineError) as info:
+            session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5, idempotency_key="k")
+        assert str(info.value) == DeadlineError.message
+        assert info.value.code == "deadline"
+        assert session.remaining() == PureDP(Fraction(1, 2))
+        assert [a.outcome for a in session.ledger.audit()].count("deadline") == 1
+        assert "missed" in caplog.text
+        # The same request again: the recorded outcome, at no new cost.
+        with pytest.raises(DeadlineError):
+            session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5, idempotency_key="k")
+        assert session.remaining() == PureDP(Fraction(1, 2))
+
+
+# -- calibration -------------------------------------------------------------------------------
+
+
+def test_class_queries_cover_scan_group_by_and_quantile(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path))
+    assert [q.plan_class for q in class_queries(catalog)] == ["scan", "group_by", "quantile"]
+
+
+@pytest.mark.slow
+def test_calibrate_writes_deadlines_the_session_then_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], recorded: list[float]
+) -> None:
+    path = write_catalog(tmp_path, rows=300)
+    code = main(["calibrate", str(path), "--runs", "3", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["deadlines_ms"]) == {"scan", "group_by", "quantile"}
+    catalog = load_catalog(path)
+    deadlines = load_deadlines(catalog.deadlines_path)  # type: ignore[arg-type]
+    assert deadlines is not None and deadlines.runs == 3 and deadlines.margin == 2.0
+    for name, value in deadlines.deadlines_ms.items():
+        assert value >= deadlines.measured_ms[name] * 2
+    with dalenius.connect(catalog, budget=1) as session:
+        session.query('SELECT g, COUNT(*) FROM "t" GROUP BY g', epsilon=0.5)
+    assert len(recorded) == 1
+
+
+def test_calibrate_refuses_a_table_without_a_row_cap(tmp_path: Path) -> None:
+    catalog = load_catalog(write_catalog(tmp_path, constant_time=False))
+    loose = replace(catalog, tables=(replace(catalog.tables[0], max_row_count=None),))
+    with pytest.raises(ConfigurationError, match="declares no max_row_count"):
+        calibrate(loose, runs=1)
