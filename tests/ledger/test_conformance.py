@@ -535,3 +535,62 @@ def test_budgets_audit_and_cache_survive_a_restart(store, charge: Charge) -> Non
     assert second.verify() == []
     with pytest.raises(InternalError, match="closed"):
         first.spent("alice", "adult")
+
+
+# -- the shared answer cache ---------------------------------------------------------------------
+
+
+def test_two_analysts_get_one_shared_release_counted_once(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_dataset("adult", total_cap=PureDP(F(2)))
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1)))
+    first = reserve(ledger, charge("alice", epsilon=F(1, 2), key="same-query"))
+    ledger.commit(first, answer(1234))
+    second = ledger.reserve(charge("bob", epsilon=F(1, 2), key="same-query"))
+    assert isinstance(second, CachedAnswer)
+    assert second.shared_from == first.id and second.answer == answer(1234)
+    # The release is counted once against the total, and against each analyst's own budget.
+    assert ledger.total_spent("adult") == PureDP(F(1, 2))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+    assert ledger.spent("bob", "adult") == PureDP(F(1, 2))
+    # Bob asking again is his own repeat: free, same value.
+    third = ledger.reserve(charge("bob", epsilon=F(1, 2), key="same-query"))
+    assert isinstance(third, CachedAnswer) and third.answer == answer(1234)
+    assert third.shared_from is None and third.entry_id == second.entry_id
+    assert ledger.spent("bob", "adult") == PureDP(F(1, 2))
+    assert ledger.verify() == []
+    entries = {e.id: e for e in ledger.entries(principal="bob")}
+    assert entries[second.entry_id].status == "committed"
+    assert f"shared answer of entry {first.id}" == entries[second.entry_id].detail
+
+
+def test_a_shared_answer_still_needs_the_analysts_own_budget(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_dataset("adult", total_cap=PureDP(F(2)))
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1, 4)))
+    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge("bob", epsilon=F(1, 2), key="q"))
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge("carol", epsilon=F(1, 2), key="q"))  # no budget at all
+    assert ledger.total_spent("adult") == PureDP(F(1, 2))
+
+
+def test_a_shared_answer_fits_even_when_the_total_is_spent(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_dataset("adult", total_cap=PureDP(F(1, 2)))
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1)))
+    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
+    with pytest.raises(BudgetExceededError, match="total cap"):
+        ledger.reserve(charge("bob", epsilon=F(1, 2), key="other"))
+    shared = ledger.reserve(charge("bob", epsilon=F(1, 2), key="q"))  # no new release
+    assert isinstance(shared, CachedAnswer) and shared.answer == answer(7)
+
+
+def test_without_a_total_cap_answers_are_not_shared(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1)))
+    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
+    assert isinstance(ledger.reserve(charge("bob", epsilon=F(1, 2), key="q")), Reservation)

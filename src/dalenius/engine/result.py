@@ -40,6 +40,8 @@ class Result:
         remaining: the budget left after it.
         confidence: the confidence level of the intervals.
         cached: whether it was answered from the ledger's record of an identical earlier query.
+        shared: whether that record was another analyst's release of the same query, served again
+            (the dataset's shared answer cache): the same value, charged to this analyst's budget.
         entry_id: the ledger entry that recorded the release.
         rank_errors: per column, for quantiles, MEDIAN, MIN and MAX: with probability at least
             ``confidence`` the released value's rank among the rows is within this many of its
@@ -57,6 +59,7 @@ class Result:
     cached: bool
     entry_id: str | None
     rank_errors: tuple[int | None, ...] = ()
+    shared: bool = False
 
     @classmethod
     def from_answer(
@@ -68,6 +71,7 @@ class Result:
         confidence: float,
         cached: bool,
         entry_id: str | None,
+        shared: bool = False,
     ) -> Result:
         """Wrap a post-processed answer with its accounting."""
         return cls(
@@ -82,12 +86,13 @@ class Result:
             cached=cached,
             entry_id=entry_id,
             rank_errors=answer.rank_errors,
+            shared=shared,
         )
 
     @property
     def spent(self) -> Loss:
-        """What this call charged: zero for an answer served from the ledger's record."""
-        return PureDP(Fraction(0)) if self.cached else self.loss
+        """What this call charged: zero for the analyst's own repeated query, else the loss."""
+        return PureDP(Fraction(0)) if self.cached and not self.shared else self.loss
 
     def column(self, name: str) -> list[Any]:
         """The values of one output column."""
@@ -118,6 +123,7 @@ class Result:
             "spent": loss_dict(self.spent),
             "remaining": loss_dict(self.remaining),
             "cached": self.cached,
+            "shared": self.shared,
             "entry_id": self.entry_id,
         }
 

@@ -160,6 +160,7 @@ class Session:
                 confidence=conf,
                 cached=True,
                 entry_id=outcome.entry_id,
+                shared=outcome.shared_from is not None,
             )
         if deadline is None:
             return self._release(outcome, prepared, conf, lambda: True)

@@ -116,19 +116,25 @@ class Reservation:
 
 @dataclass(frozen=True)
 class CachedAnswer:
-    """The committed answer of an identical earlier request, returned at no cost.
+    """The committed answer of an identical earlier request.
+
+    The analyst's own repeated request is answered at no cost. A request that another analyst
+    already paid for on a dataset with a total cap (a *shared* answer, see :meth:`Ledger.reserve`)
+    is the same release, charged to this analyst's own budget but not again to the dataset's total.
 
     Attributes:
-        entry_id: the ledger entry that paid for the answer.
+        entry_id: the ledger entry that recorded the answer for this analyst.
         answer: the JSON text committed with it.
         loss: what that entry cost when it was first answered.
         created_at: when the entry was reserved (UTC).
+        shared_from: for a shared answer, the entry (of another analyst) that released it.
     """
 
     entry_id: str
     answer: str
     loss: Loss
     created_at: datetime
+    shared_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -289,6 +295,12 @@ class Ledger(abc.ABC):
     @abc.abstractmethod
     def reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer:
         """Atomically answer from the record, or check every cap and hold the loss.
+
+        The record answers an analyst's own committed request with the same ``request_key`` at
+        no cost. On a dataset with a total cap, it also answers a request that *another* analyst
+        already paid for (the shared answer cache: one release per normalised query and data
+        version, so colluding analysts cannot average independent draws): the answer is the same
+        release, counted once against the total cap and charged to this analyst's own budget.
 
         Raises:
             BudgetExceededError: if any cap would be exceeded (nothing is charged; the refusal is

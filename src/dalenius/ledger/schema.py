@@ -78,6 +78,13 @@ def statements(dialect: Dialect) -> list[str]:
         """CREATE UNIQUE INDEX IF NOT EXISTS dalenius_charges_idempotency
             ON dalenius_charges (principal, idempotency_key)
             WHERE idempotency_key IS NOT NULL AND status <> 'rolled_back'""",
+        # A shared answer (another analyst's release, served again): charged to its analyst's
+        # budget but not again to the dataset's total cap. Added without a version change: an
+        # older reader counts such entries in the total too, which only over-counts.
+        """CREATE TABLE IF NOT EXISTS dalenius_shared (
+            entry_id TEXT PRIMARY KEY REFERENCES dalenius_charges (id),
+            source_id TEXT NOT NULL REFERENCES dalenius_charges (id)
+        )""",
         f"""CREATE TABLE IF NOT EXISTS dalenius_audit (
             seq {_AUTO_KEY[dialect]},
             at {time} NOT NULL,

@@ -17,6 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -280,6 +281,9 @@ class SqlLedger(Ledger):
         if principal is not None:
             sql += " AND principal = ?"
             params.append(principal)
+        else:
+            # The dataset's total counts each release once: shared answers are not new releases.
+            sql += " AND id NOT IN (SELECT entry_id FROM dalenius_shared)"
         if since is not None:
             sql += " AND created_at >= ?"
             params.append(encode_time(since))
@@ -545,6 +549,8 @@ class SqlLedger(Ledger):
             info = self._dataset(tx, request.dataset, lock=True)
             budget = self._budget(tx, request.principal, request.dataset, lock=True)
             decision = self._decide(tx, request, info, budget, now)
+            if isinstance(decision, _Shared):
+                return self._record_shared(tx, request, decision, now)
             if isinstance(decision, CachedAnswer):
                 self._audit(
                     tx,
@@ -603,6 +609,62 @@ class SqlLedger(Ledger):
             )
             return reservation
 
+    def _shared_source(self, tx: Runner, request: ChargeRequest) -> LedgerEntry | None:
+        """Another analyst's committed release of the same request on this dataset, if any."""
+        rows = tx.run(
+            f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE dataset = ? "
+            "AND request_key = ? AND status = 'committed' "
+            "AND id NOT IN (SELECT entry_id FROM dalenius_shared) ORDER BY created_at, id LIMIT 1",
+            (request.dataset, request.request_key),
+        )
+        return _entry(rows[0]) if rows else None
+
+    def _record_shared(
+        self, tx: Runner, request: ChargeRequest, shared: _Shared, now: datetime
+    ) -> CachedAnswer:
+        """Record a shared answer for this analyst: committed at once, charged to them only."""
+        ident = uuid.uuid4().hex
+        source = shared.source
+        tx.run(
+            f"INSERT INTO dalenius_charges ({_CHARGE_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ident,
+                request.principal,
+                request.dataset,
+                request.sql,
+                request.plan_hash,
+                request.request_key,
+                request.idempotency_key,
+                encode_loss(request.loss),
+                encode_loss(shared.charged),
+                COMMITTED,
+                source.answer or "",
+                encode_time(now),
+                encode_time(now),
+                f"shared answer of entry {source.id}",
+            ),
+        )
+        tx.run(
+            "INSERT INTO dalenius_shared (entry_id, source_id) VALUES (?, ?)", (ident, source.id)
+        )
+        self._audit(
+            tx,
+            at=now,
+            principal=request.principal,
+            dataset=request.dataset,
+            sql=request.sql,
+            plan_hash=request.plan_hash,
+            loss=shared.charged,
+            outcome=ANSWERED,
+            detail=(
+                f"the release of entry {source.id}, shared: charged to this analyst's budget, "
+                "not again to the dataset's total cap"
+            ),
+            entry_id=ident,
+        )
+        return CachedAnswer(ident, source.answer or "", request.loss, now, shared_from=source.id)
+
     def _decide(
         self,
         tx: Runner,
@@ -610,7 +672,7 @@ class SqlLedger(Ledger):
         info: DatasetInfo | None,
         budget: BudgetInfo | None,
         now: datetime,
-    ) -> Loss | CachedAnswer | UserError:
+    ) -> Loss | CachedAnswer | UserError | _Shared:
         """The answer from the record, a refusal, or the loss to charge (in the dataset's type)."""
         if request.idempotency_key is not None:
             rows = tx.run(
@@ -648,6 +710,9 @@ class SqlLedger(Ledger):
                 request.principal, request.dataset, short, policy.period_end(budget, now)
             )
         if info.total_cap is not None:
+            source = self._shared_source(tx, request)
+            if source is not None:
+                return _Shared(source, charged)
             short = shortfall(
                 self._sum(tx, info.definition, request.dataset), charged, info.total_cap
             )
@@ -829,6 +894,14 @@ class SqlLedger(Ledger):
             problems = self._integrity_problems(tx)
             problems.extend(_invariant_problems(tx))
         return problems
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """A decision of :meth:`SqlLedger._decide`: serve ``source``'s release, charging ``charged``."""
+
+    source: LedgerEntry
+    charged: Loss
 
 
 def _budget_info(row: Row) -> BudgetInfo:

@@ -268,6 +268,7 @@ class QueryResult(_Response):
     spent: Loss
     remaining: Loss
     cached: bool
+    shared: bool = False
     entry_id: str | None
 
 
