@@ -15,7 +15,7 @@ import pytest
 
 from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.unit import IdUnit, RowUnit
+from dalenius.core.unit import IdUnit
 from dalenius.datasets import census, vocab
 from dalenius.datasets.census import (
     generate_people,
@@ -193,7 +193,8 @@ def test_demo_catalog_declares_the_documented_metadata(demo_catalog: Catalog) ->
     assert visits is not None
     assert demo_catalog.name == "census"
     assert "synthetic" in demo_catalog.description.lower()
-    assert people.privacy_unit == RowUnit()
+    # The same unit on both tables: the private ⋈ private join on the person is answerable.
+    assert people.privacy_unit == IdUnit(column="person_id", max_rows=1, max_groups=1)
     assert visits.privacy_unit == IdUnit(column="person_id", max_rows=5, max_groups=1)
     assert people.source.kind == "parquet"
     assert Path(people.source.location).name == "people.parquet"
@@ -368,3 +369,25 @@ def test_visits_need_the_persons_columns_with_their_types() -> None:
         generate_visits(recast)
     with pytest.raises(ConfigurationError, match=r"people must be a pyarrow.Table; got dict"):
         generate_visits({"person_id": [1]})
+
+
+def test_demo_people_join_visits_on_the_person(demo_catalog: Catalog) -> None:
+    """The headline private ⋈ private join: one person's rows multiply (1 × 5), in either order."""
+    import duckdb
+
+    from dalenius.engine.session import connect
+
+    visits = demo_catalog.table("visits")
+    assert visits is not None
+    truth = duckdb.sql(f"SELECT COUNT(*) FROM '{visits.source.location}'").fetchall()[0][0]
+    orders = (
+        "SELECT COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id",
+        "SELECT COUNT(*) FROM visits v JOIN people p ON v.person_id = p.person_id",
+    )
+    with connect(demo_catalog, budget=100) as session:
+        for sql in orders:
+            [measured] = session.explain(sql, epsilon=1).measurements
+            assert measured.sensitivity == 5  # at most 1 × 5 joined rows per person
+            result = session.query(sql, epsilon=20, confidence=1 - 1e-9)
+            low, high = result.interval(0, "COUNT(*)")
+            assert low <= truth <= high  # fails with probability 1e-9

@@ -24,7 +24,13 @@ def test_me_and_dataset_metadata(site: Site) -> None:
     assert columns["married"]["keys"] == [False, True]
     assert columns["name"]["keys"] is None and columns["name"]["bounds"] is None
     assert columns["income"]["description"]
-    assert people["privacy_unit"]["kind"] == "row"
+    assert people["privacy_unit"] | {"description": ""} == {
+        "kind": "id",
+        "column": "person_id",
+        "max_rows": 1,
+        "max_groups": 1,
+        "description": "",
+    }
     visits = next(t for t in detail["tables"] if t["name"] == "visits")
     assert visits["privacy_unit"] | {"description": ""} == {
         "kind": "id",

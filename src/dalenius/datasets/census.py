@@ -169,6 +169,8 @@ def write_benchmark(directory: Path, n_rows: int, *, seed: int = DEFAULT_SEED) -
         formats=("parquet",),
         name="census_benchmark",
         description=description,
+        # Its measured figures are for a row-level people table (docs/engines.md).
+        person_unit=False,
     )
 
 
@@ -237,7 +239,14 @@ class _TableSink:
 
 
 def _write_dataset(
-    directory: Path, *, n: int, seed: int, formats: tuple[str, ...], name: str, description: str
+    directory: Path,
+    *,
+    n: int,
+    seed: int,
+    formats: tuple[str, ...],
+    name: str,
+    description: str,
+    person_unit: bool = True,
 ) -> Path:
     if directory.exists() and not directory.is_dir():
         raise ConfigurationError(
@@ -269,7 +278,8 @@ def _write_dataset(
     source = "parquet" if "parquet" in formats else "csv"
     catalog = directory / CATALOG_FILE
     partial = catalog.with_name(catalog.name + ".partial")
-    partial.write_text(catalog_text(name, description, source), encoding="utf-8")
+    text = catalog_text(name, description, source, person_unit=person_unit)
+    partial.write_text(text, encoding="utf-8")
     os.replace(partial, catalog)
     return catalog
 

@@ -138,22 +138,30 @@ def _column_line(spec: ColumnSpec) -> str:
     return f"{spec.name} = {{ {', '.join(fields)} }}"
 
 
-def catalog_text(name: str, description: str, source: str = "parquet") -> str:
+def catalog_text(
+    name: str, description: str, source: str = "parquet", *, person_unit: bool = True
+) -> str:
     """The catalog TOML of the ``people`` and ``visits`` tables, read from ``people.<source>`` etc.
 
-    ``people`` protects each row (one person); ``visits`` protects each ``person_id`` with at most
-    :data:`MAX_VISITS` rows and one group per person.
+    ``visits`` protects each ``person_id`` with at most :data:`MAX_VISITS` rows and one group per
+    person. ``people`` (one row per person) declares the same unit, ``person_id`` with one row,
+    so that the two private tables can be joined on the person (a private ⋈ private join needs
+    both sides to name the same unit); with ``person_unit=False`` it protects each row instead,
+    which is the same person but cannot be joined (the engines benchmark keeps that form).
 
     Args:
         name: the dataset name.
         description: one or two sentences for the ``[dataset]`` section.
         source: ``"parquet"`` or ``"csv"``: which files the tables are read from.
+        person_unit: whether ``people`` declares the person (``person_id``) as its unit.
 
     Example:
         >>> import tomllib
         >>> doc = tomllib.loads(catalog_text("census", "A synthetic demo."))
         >>> doc["tables"]["visits"]["privacy_unit"]
         {'column': 'person_id', 'max_rows': 5, 'max_groups': 1}
+        >>> doc["tables"]["people"]["privacy_unit"]
+        {'column': 'person_id', 'max_rows': 1, 'max_groups': 1}
         >>> doc["tables"]["people"]["columns"]["income"]["bounds"]
         [0, 500000]
     """
@@ -167,8 +175,12 @@ def catalog_text(name: str, description: str, source: str = "parquet") -> str:
         "",
         "[tables.people]",
         f"source = {{ {source} = {_toml('people.' + source)} }}",
-        'privacy_unit = "row"',
-        'description = "One row per synthetic person."',
+        (
+            'privacy_unit = { column = "person_id", max_rows = 1, max_groups = 1 }'
+            if person_unit
+            else 'privacy_unit = "row"'
+        ),
+        'description = "One row per synthetic person; the person is the privacy unit."',
         "",
         "[tables.people.columns]",
         *(_column_line(COLUMNS[field.name]) for field in PEOPLE_SCHEMA),

@@ -439,8 +439,12 @@ class _Planner:
                     fix="join on the id column both tables declare as privacy_unit, e.g. ON a.pid = b.pid.",
                     privacy=True,
                 )
+            # One unit's rows multiply across the join: up to R_left × R_right joined rows, in
+            # at most as many groups as either side allows (the engine enforces both caps).
             unit = replace(
                 left.unit,
+                max_rows=left.unit.max_rows * right.unit.max_rows,
+                max_groups=max(left.unit.max_groups, right.unit.max_groups),
                 description=f"{left.unit.description}, joined with {right.unit.description}",
             )
             relation: Relation = Join(left.relation, right.relation, left_key, right_key, join_kind)

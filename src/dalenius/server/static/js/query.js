@@ -32,8 +32,33 @@ export function examples(detail) {
     const k = keyed[keyed.length - 1];
     out.push({ label: `Sum by ${k.name}`, sql: `SELECT ${k.name}, SUM(${bounded[1].name})\nFROM ${table.name}\nGROUP BY ${k.name}`, epsilon: "0.2" });
   }
+  const join = unitJoin(detail);
+  if (join) out.push(join);
   if (unkeyed) out.push({ label: "A refused query", sql: `SELECT ${unkeyed.name}\nFROM ${table.name}`, epsilon: "0.1" });
   return out;
+}
+
+// A private ⋈ private join, where two private tables declare the same privacy unit column: the
+// one join on private data the gateway answers (each person's rows stay bounded on both sides).
+export function unitJoin(detail) {
+  const ids = (detail.tables || []).filter((t) => !t.public && t.privacy_unit && t.privacy_unit.kind === "id");
+  for (const a of ids) {
+    for (const b of ids) {
+      if (a === b || a.privacy_unit.column !== b.privacy_unit.column) continue;
+      // The side with fewer rows per unit (one row per person) gives the grouping column.
+      if (a.privacy_unit.max_rows > b.privacy_unit.max_rows) continue;
+      const keyed = a.columns.filter((c) => c.type === "str" && c.keys && c.keys.length > 1 && c.keys.length <= 20);
+      const key = keyed.sort((x, y) => y.keys.length - x.keys.length)[0];
+      if (!key) continue;
+      const unit = a.privacy_unit.column;
+      return {
+        label: `Join ${a.name} ⋈ ${b.name}`,
+        sql: `SELECT a.${key.name},\n       COUNT(*) AS ${b.name}\nFROM ${a.name} a\nJOIN ${b.name} b ON a.${unit} = b.${unit}\nGROUP BY a.${key.name}`,
+        epsilon: "0.2",
+      };
+    }
+  }
+  return null;
 }
 
 function editor(initial) {
