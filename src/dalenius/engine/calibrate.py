@@ -240,18 +240,24 @@ def measure(
     *,
     progress: Progress | None = None,
     folder: Path | None = None,
+    ledger: str = "sqlite",
 ) -> list[Measured]:
-    """Time every plan class of ``catalog`` ``runs`` times on each adversarial variant."""
+    """Time every plan class of ``catalog`` ``runs`` times on each adversarial variant.
+
+    ``ledger`` is ``sqlite`` (a SQLite file in a temporary folder, as a gateway keeps its record)
+    or ``memory`` (for benchmarks that run with an in-memory ledger).
+    """
     queries = class_queries(catalog)
     out: list[Measured] = []
     with tempfile.TemporaryDirectory(prefix="dalenius-calibrate-", dir=folder) as tmp:
         base = Path(tmp)
         for variant in VARIANTS:
             synthetic = write_adversarial(catalog, variant, base)
-            ledger = open_ledger(str(base / f"ledger-{variant.replace(' ', '_')}.sqlite"))
+            url = None if ledger == "memory" else str(base / f"ledger-{variant[0]}.sqlite")
+            book = open_ledger(url)
             executor = DuckDBExecutor(synthetic)
-            session = _TimedSession(synthetic, ledger=ledger, executor=executor)
-            ledger.set_budget(
+            session = _TimedSession(synthetic, ledger=book, executor=executor)
+            book.set_budget(
                 session.analyst, synthetic.name, ApproxDP(Fraction(10**12), Fraction(1, 2))
             )
             try:
@@ -309,6 +315,7 @@ def calibrate(
     margin: float = 2.0,
     progress: Progress | None = None,
     folder: Path | None = None,
+    ledger: str = "sqlite",
 ) -> tuple[Deadlines, list[Measured]]:
     """Measure ``catalog``'s plan classes on adversarial tables and compute its deadlines.
 
@@ -317,7 +324,7 @@ def calibrate(
             parameter is out of range.
     """
     _check(catalog, runs, quantile, margin)
-    measured = measure(catalog, runs, progress=progress, folder=folder)
+    measured = measure(catalog, runs, progress=progress, folder=folder, ledger=ledger)
     engine = f"duckdb {duckdb.__version__}"
     deadlines = deadlines_from(
         catalog, measured, engine=engine, runs=runs, quantile=quantile, margin=margin
