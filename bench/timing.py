@@ -229,13 +229,6 @@ def make_pairs(args: argparse.Namespace, folder: Path) -> list[Pair]:
                     delay=True,
                 )
             )
-    if "outlier" in wanted:
-        flat = f"SELECT i AS pid, (i * 37) % 101 AS x, 'a' AS g FROM range({rows}) r(i)"
-        d = _copy(con, flat, folder / "outlier_d.parquet")
-        d2 = _copy(
-            con, f"{flat} UNION ALL SELECT -1, 1000000000000, 'a'", folder / "outlier_d2.parquet"
-        )
-        out.append(Pair("outlier", 'SELECT SUM(x) FROM "t"', CATALOG_ROWS, (d, d2), rows + 1))
     if "group" in wanted:
         d = _copy(con, base, folder / "group_d.parquet")
         d2 = _copy(con, f"{base} UNION ALL SELECT -1, 50, 'c'", folder / "group_d2.parquet")
@@ -248,6 +241,13 @@ def make_pairs(args: argparse.Namespace, folder: Path) -> list[Pair]:
                 2 * persons + 1,
             )
         )
+    if "outlier" in wanted:
+        flat = f"SELECT i AS pid, (i * 37) % 101 AS x, 'a' AS g FROM range({rows}) r(i)"
+        d = _copy(con, flat, folder / "outlier_d.parquet")
+        d2 = _copy(
+            con, f"{flat} UNION ALL SELECT -1, 1000000000000, 'a'", folder / "outlier_d2.parquet"
+        )
+        out.append(Pair("outlier", 'SELECT SUM(x) FROM "t"', CATALOG_ROWS, (d, d2), rows + 1))
     con.close()
     return out
 
