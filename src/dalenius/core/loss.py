@@ -59,6 +59,10 @@ def as_fraction(value: Number | SupportsFloat, name: str, *, allow_zero: bool = 
             text = value.strip()
             if text.lower() in {"nan", "inf", "+inf", "-inf", "infinity", "-infinity"}:
                 raise ValueError
+            # Only plain ASCII decimals and fractions: no digit separators ("1_000"), no
+            # digits of other scripts, which Python's own parsers would accept.
+            if not text.isascii() or "_" in text:
+                raise ValueError
             frac = Fraction(text)
         else:
             as_float = float(value)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.core.catalog import Catalog, Table
+from dalenius.core.errors import ExecutionError
 
 Row = tuple[Any, ...]
 
@@ -22,6 +23,8 @@ class Executor(abc.ABC):
     """
 
     dialect: str
+    time_limit: float | None = None
+    """Seconds one :meth:`fetch` may run before the engine stops it (``None``: no limit)."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -53,6 +56,13 @@ class Executor(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def time_limit_error(engine: str, seconds: float) -> ExecutionError:
+    """The error a fetch stopped by its time limit raises (the same words on every engine)."""
+    return ExecutionError(
+        f"{engine} stopped the exact aggregate at the time limit of {seconds:g} s."
+    )
 
 
 def files_fingerprint(paths: Sequence[str]) -> str:

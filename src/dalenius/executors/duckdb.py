@@ -17,6 +17,7 @@ with it.
 from __future__ import annotations
 
 import glob
+import logging
 import threading
 
 import duckdb
@@ -25,7 +26,9 @@ from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.core.rng import system_random
 from dalenius.core.unit import IdUnit
-from dalenius.executors.base import Executor, Row, files_fingerprint
+from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
+
+_log = logging.getLogger("dalenius.executors")
 
 DUCKDB_TYPES = {
     "int": "BIGINT",
@@ -97,12 +100,19 @@ class DuckDBExecutor(Executor):
                 self._load(table)
 
     def fetch(self, sql: str) -> list[Row]:
-        """Run ``sql`` and return its rows."""
+        """Run ``sql`` and return its rows (interrupted at :attr:`time_limit`, if set)."""
         with self._lock:
             with self._running_lock:
                 self._running = threading.get_ident()
+            limit = self.time_limit
+            timer = threading.Timer(limit, self._con.interrupt) if limit else None
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
             try:
                 return self._con.execute(sql).fetchall()
+            except duckdb.InterruptException as exc:
+                raise time_limit_error("DuckDB", limit or 0) from exc
             except duckdb.Error as exc:
                 raise ExecutionError(
                     f"DuckDB failed to compute the exact aggregate: {exc}"
@@ -110,6 +120,8 @@ class DuckDBExecutor(Executor):
             finally:
                 with self._running_lock:
                     self._running = None
+                if timer is not None:
+                    timer.cancel()
 
     def data_version(self, table: Table) -> str:
         """Fingerprint of the table's files."""
@@ -133,7 +145,14 @@ class DuckDBExecutor(Executor):
             alias = self._attached.get(source.location)
             if alias is None:
                 alias = f"src{len(self._attached)}"
-                self._con.execute(f"ATTACH '{location}' AS {alias} (READ_ONLY)")
+                try:
+                    self._con.execute(f"ATTACH '{location}' AS {alias} (READ_ONLY)")
+                except duckdb.Error:
+                    raise CatalogError(
+                        f"the source {source.location!r} is not a DuckDB database file.",
+                        table=table.name,
+                        fix="point a duckdb source at a .duckdb file, or use csv or parquet.",
+                    ) from None
                 self._attached[source.location] = alias
             inner = (source.table or table.name).replace('"', '""')
             return f'{alias}."{inner}"'
@@ -148,18 +167,23 @@ class DuckDBExecutor(Executor):
         try:
             described = self._con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()
         except duckdb.Error as exc:
+            # The engine's message may quote the file's lines; it goes to the log only.
+            _log.warning("cannot read the source of table %r: %s", table.name, exc)
             raise CatalogError(
-                f"DuckDB cannot read the source {table.source.location!r}: {exc}",
+                f"DuckDB cannot read the source {table.source.location!r} as {table.source.kind}.",
                 table=table.name,
+                fix=f"check that the file is a valid {table.source.kind} file.",
             ) from None
         present = {str(row[0]).lower() for row in described}
         for column in table.columns:
             if column.name.lower() not in present:
+                # The names found are not listed: a file that is not a valid source would
+                # have its first line echoed as "column names".
                 raise CatalogError(
-                    f"the source has no column {column.name!r} (it has: {', '.join(sorted(present))}).",
+                    f"the source has no column {column.name!r}.",
                     table=table.name,
                     column=column.name,
-                    fix="correct the column name in the catalog.",
+                    fix="correct the column name in the catalog, or the file's header.",
                 )
 
     def _load(self, table: Table) -> None:

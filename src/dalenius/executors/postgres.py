@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
-from dalenius.executors.base import Executor, Row
+from dalenius.executors.base import Executor, Row, time_limit_error
 from dalenius.executors.convert import (
     BIGINT_MAX,
     BIGINT_MIN,
@@ -174,9 +174,19 @@ class PostgresExecutor(Executor):
     # -- the session ----------------------------------------------------------------------------
 
     def _run(self, sql: str) -> list[Row]:
-        with self._conn.cursor() as cur:
-            cur.execute(sql)
-            return [tuple(row) for row in cur.fetchall()]
+        limit = self.time_limit
+        if not limit:
+            with self._conn.cursor() as cur:
+                cur.execute(sql)
+                return [tuple(row) for row in cur.fetchall()]
+        # The server enforces the limit (statement_timeout), for this transaction only.
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.execute(f"SET LOCAL statement_timeout = {max(1, round(limit * 1000))}")
+                cur.execute(sql)
+                return [tuple(row) for row in cur.fetchall()]
+        except self._pg.errors.QueryCanceled as exc:
+            raise time_limit_error("PostgreSQL", limit) from exc
 
     def _connect(self) -> psycopg.Connection[Any]:
         try:

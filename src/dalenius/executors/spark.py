@@ -35,7 +35,7 @@ from typing import Any
 
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
-from dalenius.executors.base import Executor, Row, files_fingerprint
+from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
 from dalenius.executors.convert import (
     BIGINT_MAX,
     BIGINT_MIN,
@@ -165,13 +165,34 @@ class SparkExecutor(Executor):
     def fetch(self, sql: str) -> list[Row]:
         """Run ``sql`` and return its rows (exact sums come back as :class:`decimal.Decimal`)."""
         with self._lock:
+            limit = self.time_limit
+            context = self._spark.sparkContext
+            group = f"dalenius-{id(self)}"
+            timer = None
+            fired = threading.Event()
+
+            def cancel() -> None:
+                fired.set()
+                context.cancelJobGroup(group)
+
+            if limit:
+                # Spark's jobs are cancelled by group when the time limit passes.
+                context.setJobGroup(group, "a Dalenius aggregate", interruptOnCancel=True)
+                timer = threading.Timer(limit, cancel)
+                timer.daemon = True
+                timer.start()
             try:
                 return [tuple(row) for row in self._spark.sql(sql).collect()]
             except Exception as exc:
+                if fired.is_set():
+                    raise time_limit_error("Spark", limit or 0) from exc
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
                 raise ExecutionError(
                     f"Spark failed to compute the exact aggregate: {first}"
                 ) from exc
+            finally:
+                if timer is not None:
+                    timer.cancel()
 
     def data_version(self, table: Table) -> str:
         """Fingerprint of the table's files (paths, sizes, modification times)."""

@@ -25,15 +25,14 @@ from dalenius import __version__
 from dalenius.core.errors import DaleniusError, UserError
 from dalenius.server.config import GatewayConfig, load_config, with_listen
 from dalenius.server.errors import (
-    AuthenticationError,
     InvalidRequestError,
-    RateLimitedError,
     error_body,
+    error_headers,
     plain_error,
     status_for,
 )
 from dalenius.server.gateway import Gateway
-from dalenius.server.middleware import GatewayMiddleware
+from dalenius.server.middleware import GatewayMiddleware, SignInMiddleware
 from dalenius.server.routes import analyst, curator
 from dalenius.server.startup import issue_from_environment, prepare_demo
 
@@ -55,12 +54,7 @@ def _request_id(request: Request) -> str:
 def _error_response(request: Request, error: BaseException) -> JSONResponse:
     body = error_body(error, _request_id(request))
     request.state.error_code = body["error"]["code"]
-    headers: dict[str, str] = {}
-    if isinstance(error, AuthenticationError):
-        headers["WWW-Authenticate"] = 'Bearer realm="dalenius"'
-    if isinstance(error, RateLimitedError):
-        headers["Retry-After"] = str(max(1, round(error.retry_after + 0.5)))
-    return JSONResponse(body, status_code=status_for(error), headers=headers)
+    return JSONResponse(body, status_code=status_for(error), headers=error_headers(error))
 
 
 async def _dalenius_error(request: Request, error: Exception) -> JSONResponse:
@@ -143,10 +137,12 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
     def root() -> RedirectResponse:
         return RedirectResponse("/console/")
 
+    app.add_middleware(SignInMiddleware, gateway=service, curator_routes=curator.router.routes)
     app.add_middleware(
         GatewayMiddleware,
         max_body=service.config.limits.max_request_bytes,
         log=service.requests,
+        allowed_hosts=service.config.allowed_hosts,
     )
     return app
 

@@ -8,13 +8,19 @@ serve the same datasets, analysts and budgets. Example::
     ledger = "gateway.sqlite"             # or postgresql://user@host:5432/db
     state = "gateway.sqlite"              # analysts, token hashes, grants, datasets (default: ledger)
     catalog_root = "catalogs"             # curators may register only catalogs under it (optional)
+    data_root = "data"                    # every catalog source must lie under it (optional)
+    allowed_hosts = ["localhost", "127.0.0.1"]   # refuse other Host headers (optional)
     confidence = 0.95
 
     [limits]
     max_request_bytes = 65536
-    requests_per_minute = 600             # per token
+    requests_per_minute = 600             # per token, shared by every process on the database
     burst = 60
     tracked_clients = 10000
+    concurrent_queries = 2                # per principal, running at once in one process
+    query_workers = 8                     # threads running explain and query in one process
+    query_seconds = 30                    # the engine's time limit for one query
+    min_epsilon = 0.001                   # the smallest epsilon one query may spend
 
 Relative file paths are read relative to the configuration file, so a configuration can be moved
 with the files it names. Every error names the file and the key, and says how to fix it.
@@ -31,12 +37,30 @@ from typing import Any
 from dalenius.core.errors import ConfigurationError
 from dalenius.ledger import sqlite_path
 
-GATEWAY_KEYS = ("listen", "ledger", "state", "catalog_root", "confidence")
+GATEWAY_KEYS = (
+    "listen",
+    "ledger",
+    "state",
+    "catalog_root",
+    "confidence",
+    "data_root",
+    "allowed_hosts",
+)
 """Keys of the ``[gateway]`` section (the docs test checks each is documented)."""
-LIMIT_KEYS = ("max_request_bytes", "requests_per_minute", "burst", "tracked_clients")
+LIMIT_KEYS = (
+    "max_request_bytes",
+    "requests_per_minute",
+    "burst",
+    "tracked_clients",
+    "concurrent_queries",
+    "query_workers",
+    "query_seconds",
+    "min_epsilon",
+)
 """Keys of the ``[limits]`` section."""
 
 DEFAULT_PORT = 8000
+_REAL_LIMITS = ("requests_per_minute", "query_seconds", "min_epsilon")
 
 
 @dataclass(frozen=True)
@@ -50,12 +74,23 @@ class Limits:
         burst: how many requests a client may make at once before the rate applies.
         tracked_clients: how many clients' rate counters are kept; the least recently seen is
             forgotten first, so memory stays bounded whatever the number of clients.
+        concurrent_queries: how many explain or query requests one principal may have running at
+            once in one process; more are refused at once (429), before anything is read.
+        query_workers: how many threads of one process run explain and query; every other
+            request has its own threads, so sign-in and listings stay responsive.
+        query_seconds: the engine's time limit for the exact aggregates of one query.
+        min_epsilon: the smallest ε one query may spend (the work of some mechanisms grows
+            with 1/ε, and a tiny ε gives noise that swamps any answer).
     """
 
     max_request_bytes: int = 64 * 1024
     requests_per_minute: float = 600.0
     burst: int = 60
     tracked_clients: int = 10_000
+    concurrent_queries: int = 2
+    query_workers: int = 8
+    query_seconds: float = 30.0
+    min_epsilon: float = 0.001
 
 
 @dataclass(frozen=True)
@@ -69,6 +104,10 @@ class GatewayConfig:
         state: where analysts, token hashes, grants and registered datasets are kept; the same
             kinds of URL as the ledger, and by default the ledger's own database.
         catalog_root: if set, curators may register only catalog files inside this folder.
+        data_root: if set, every source a registered catalog reads (files, after symbolic links
+            are resolved) must lie inside this folder.
+        allowed_hosts: if not empty, requests whose ``Host`` header names another host are
+            refused (a guard against DNS rebinding).
         confidence: the default confidence level of error bars.
         limits: request size and rate limits.
         source: the configuration file, if the settings were read from one.
@@ -79,6 +118,8 @@ class GatewayConfig:
     ledger: str = "memory:"
     state: str | None = None
     catalog_root: Path | None = None
+    data_root: Path | None = None
+    allowed_hosts: tuple[str, ...] = ()
     confidence: float = 0.95
     limits: Limits = Limits()
     source: Path | None = None
@@ -204,6 +245,10 @@ class _Reader:
         root = None
         if "catalog_root" in gateway:
             root = self.folder("catalog_root", gateway["catalog_root"])
+        data_root = None
+        if "data_root" in gateway:
+            data_root = self.folder("data_root", gateway["data_root"])
+        hosts = self.hosts(gateway.get("allowed_hosts", []))
         confidence = gateway.get("confidence", 0.95)
         if (
             isinstance(confidence, bool)
@@ -219,6 +264,8 @@ class _Reader:
             ledger=ledger,
             state=state,
             catalog_root=root,
+            data_root=data_root,
+            allowed_hosts=hosts,
             confidence=float(confidence),
             limits=self.limits(limits),
             source=Path(self.file) if self.file != "<config>" else None,
@@ -226,6 +273,18 @@ class _Reader:
 
     def listen(self, value: Any) -> tuple[str, int]:
         return parse_listen(value, f"{self.file}, gateway.listen")
+
+    def hosts(self, value: Any) -> tuple[str, ...]:
+        ok = isinstance(value, list) and all(
+            isinstance(h, str) and h and h.isascii() and " " not in h for h in value
+        )
+        if not ok:
+            raise self.error(
+                "gateway.allowed_hosts",
+                f"must be a list of host names, got {value!r}.",
+                'write allowed_hosts = ["localhost", "127.0.0.1"].',
+            )
+        return tuple(h.lower() for h in value)
 
     def store_url(self, key: str, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -270,7 +329,8 @@ class _Reader:
                 raise self.error(
                     f"limits.{key}", f"must be a positive number, got {value!r}.", None
                 )
-            if key != "requests_per_minute" and not float(value).is_integer():
+            real = key in _REAL_LIMITS
+            if not real and not float(value).is_integer():
                 raise self.error(f"limits.{key}", f"must be a whole number, got {value!r}.")
-            values[key] = float(value) if key == "requests_per_minute" else int(value)
+            values[key] = float(value) if real else int(value)
         return Limits(**values)

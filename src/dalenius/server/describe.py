@@ -31,8 +31,35 @@ def number(x: Fraction) -> int | float:
 
 
 def loss_json(loss: Loss | None) -> dict[str, Any] | None:
-    """A loss as JSON, or ``None``."""
-    return None if loss is None else loss_dict(loss)
+    """A loss as JSON, or ``None``; it never fails, whatever the record holds.
+
+    A value too large for a float (only a record written before losses were bounded can hold
+    one) keeps its exact fraction and shows ``null`` as its float.
+
+    Example:
+        >>> from dalenius.core.loss import PureDP
+        >>> loss_json(PureDP(Fraction(10) ** 400))["epsilon"] is None
+        True
+    """
+    if loss is None:
+        return None
+    try:
+        return loss_dict(loss)
+    except (OverflowError, ValueError):
+        out: dict[str, Any] = {}
+        for name in ("epsilon", "delta", "rho"):
+            value = getattr(loss, name, None)
+            if isinstance(value, Fraction):
+                out[name] = _float_or_none(value)
+                out[f"{name}_exact"] = f"{value.numerator}/{value.denominator}"
+        return out
+
+
+def _float_or_none(value: Fraction) -> float | None:
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def column_json(column: Column, description: str) -> dict[str, Any]:
@@ -132,16 +159,20 @@ def entry_json(entry: LedgerEntry) -> dict[str, Any]:
 
 
 def audit_json(record: AuditRecord) -> dict[str, Any]:
-    """One line of the ledger's audit trail."""
+    """One line of the ledger's audit trail (never fails: a line that cannot be shown says so)."""
+    try:
+        loss = loss_json(record.loss)
+    except Exception:
+        loss = None
     return {
         "seq": record.seq,
         "at": record.at.isoformat(),
-        "analyst": record.principal,
-        "dataset": record.dataset,
-        "sql": record.sql,
-        "outcome": record.outcome,
-        "loss": loss_json(record.loss),
-        "detail": record.detail,
+        "analyst": str(record.principal),
+        "dataset": str(record.dataset),
+        "sql": str(record.sql),
+        "outcome": str(record.outcome),
+        "loss": loss,
+        "detail": str(record.detail),
         "entry_id": record.entry_id,
     }
 

@@ -18,7 +18,9 @@ status  meaning (``code``)
 409     the request contradicts the record: the budget would be exceeded (``budget_exceeded``),
         a retry of a request still running (``request_in_progress``), a name taken (``conflict``)
 413     the body is larger than ``max_request_bytes`` (``request_too_large``)
-429     too many requests for this token (``rate_limited``; ``Retry-After`` says when to retry)
+421     the ``Host`` header names a host not in ``allowed_hosts`` (``unknown_host``)
+429     too many requests for this token (``rate_limited``; ``Retry-After`` says when to retry),
+        or too many of its queries running at once (``too_many_running``)
 500     a bug in Dalenius (``internal_error``); never a stack trace — the log has it
 503     the engine failed before any noise was drawn, or a registered dataset's files cannot be
         opened; nothing was spent (``execution_error``, ``dataset_unavailable``)
@@ -38,6 +40,7 @@ from dalenius.core.errors import (
     UserError,
 )
 from dalenius.ledger import RequestInProgressError
+from dalenius.server.slots import BusyError
 from dalenius.server.store import ConflictError, NotFoundError
 
 
@@ -83,6 +86,22 @@ class RequestTooLargeError(UserError):
         )
 
 
+class UnknownHostError(UserError):
+    """The request names a host this gateway is not configured to answer for."""
+
+    code = "unknown_host"
+
+    def __init__(self, host: str) -> None:
+        shown = host if len(host) <= 100 else host[:97] + "..."
+        super().__init__(
+            f"This gateway does not answer for the host {shown!r}.",
+            why="the gateway's allowed_hosts setting lists the names it may be reached by "
+            "(a guard against DNS rebinding).",
+            fix="use the gateway's own address, or ask its operator to add the name to "
+            "allowed_hosts.",
+        )
+
+
 class InvalidRequestError(UserError):
     """The request's JSON body, query string or path does not have the documented shape."""
 
@@ -120,7 +139,9 @@ def status_for(error: BaseException) -> int:
         (RequestInProgressError, 409),
         (ConflictError, 409),
         (RequestTooLargeError, 413),
+        (UnknownHostError, 421),
         (RateLimitedError, 429),
+        (BusyError, 429),
         (DatasetUnavailableError, 503),
         (UserError, 400),
         (ExecutionError, 503),
@@ -152,6 +173,16 @@ def error_body(error: BaseException, request_id: str) -> dict[str, Any]:
         }
     detail["request_id"] = request_id
     return {"error": detail}
+
+
+def error_headers(error: BaseException) -> dict[str, str]:
+    """Headers an error answer carries: how to sign in (401), when to retry (429)."""
+    headers: dict[str, str] = {}
+    if isinstance(error, AuthenticationError):
+        headers["WWW-Authenticate"] = 'Bearer realm="dalenius"'
+    if isinstance(error, RateLimitedError):
+        headers["Retry-After"] = str(max(1, round(error.retry_after + 0.5)))
+    return headers
 
 
 def plain_error(code: str, message: str, request_id: str, fix: str | None = None) -> dict[str, Any]:

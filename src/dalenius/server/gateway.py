@@ -13,21 +13,39 @@ granted is indistinguishable from one that does not exist. A curator sees every 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from dalenius.accounting import Definition, definition_of, parse_definition, zero_loss
-from dalenius.core.errors import CatalogError, ConfigurationError
+from dalenius.core.errors import (
+    CatalogError,
+    ConfigurationError,
+    InvalidLossError,
+    QueryError,
+    UserError,
+)
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.engine.session import Session
 from dalenius.ledger import Ledger, open_ledger
 from dalenius.server import describe
 from dalenius.server.config import GatewayConfig
 from dalenius.server.errors import AuthenticationError, DatasetUnavailableError, RateLimitedError
-from dalenius.server.ratelimit import RateLimiter
+from dalenius.server.guard import (
+    LARGEST,
+    NumberRefusal,
+    ShapeRefusal,
+    check_sql_shape,
+    checked_number,
+)
+from dalenius.server.ratelimit import SharedRateLimiter
 from dalenius.server.registry import DatasetCache, OpenDataset, open_catalog
 from dalenius.server.requestlog import RequestLog
+from dalenius.server.slots import Slots
 from dalenius.server.store import (
     ANALYST,
     Caller,
@@ -60,6 +78,8 @@ class LossSpec:
             PureDP(epsilon=Fraction(1, 2))
         """
         given = {k for k in ("epsilon", "delta", "rho") if getattr(self, k) is not None}
+        for part in given:
+            checked_number(part, getattr(self, part))
         if given == {"epsilon"}:
             return PureDP(as_fraction(self.epsilon, "epsilon", allow_zero=True))
         if given == {"epsilon", "delta"}:
@@ -74,6 +94,38 @@ class LossSpec:
             fix='send {"epsilon": 1} for pure DP, {"epsilon": 1, "delta": 1e-6} for (ε, δ), '
             'or {"rho": 0.5} for zCDP.',
         )
+
+
+class _LossRefusal(InvalidLossError):
+    """A query loss the gateway refuses (below the floor, or beyond the accepted range)."""
+
+
+def _session_refuses(refusal: UserError) -> bool:
+    """Whether the session itself refuses (and audits) this: anything but the gateway's checks."""
+    return not isinstance(refusal, _LossRefusal | _PlanningRefusal | NumberRefusal | ShapeRefusal)
+
+
+class _PlanningRefusal(QueryError):
+    """The planner could not handle the query (too deep, or a number too extreme)."""
+
+
+@contextmanager
+def _planning(sql: str) -> Iterator[None]:
+    """Turn the planner's failures on extreme input into a refusal, never a 500.
+
+    The shape check before it bounds nesting; this catches what it cannot see (a number in the
+    SQL too large for a float, a product that overflows) before any data is read.
+    """
+    try:
+        yield
+    except (RecursionError, OverflowError, ZeroDivisionError, MemoryError) as error:
+        _log.info("planning refused: %s: %s", type(error).__name__, error)
+        raise _PlanningRefusal(
+            "the query is too complex, or holds a number too extreme, to be planned.",
+            sql=sql,
+            why=f"planning it failed ({type(error).__name__}); nothing was read or spent.",
+            fix="use numbers of ordinary size, and simpler expressions.",
+        ) from None
 
 
 class Gateway:
@@ -95,14 +147,20 @@ class Gateway:
         self.config = config
         self.ledger = ledger if ledger is not None else open_ledger(config.ledger)
         self.store = store if store is not None else StateStore(config.state_url)
-        self.datasets = DatasetCache()
-        self.requests = RequestLog(self.store)
         limits = config.limits
-        self.limiter = RateLimiter(
+        self.datasets = DatasetCache(config.data_root, limits.query_seconds)
+        self.requests = RequestLog(self.store)
+        self.limiter = SharedRateLimiter(
+            self.store,
             rate=limits.requests_per_minute / 60,
             burst=limits.burst,
             capacity=limits.tracked_clients,
         )
+        self.slots = Slots(limits.concurrent_queries)
+        # Explain and query run on their own threads, sign-in on others: a principal's slow
+        # queries can fill only the query pool, never the threads that admit other requests.
+        self.query_pool = ThreadPoolExecutor(limits.query_workers, "dalenius-query")
+        self.sign_in_pool = ThreadPoolExecutor(4, "dalenius-sign-in")
 
     # -- authentication ----------------------------------------------------------------------
 
@@ -132,6 +190,24 @@ class Gateway:
             "The API token is not valid (unknown, malformed or revoked).",
             fix="check the token you copied, or ask a curator for a new one.",
         )
+
+    def submit_query_work(self, caller: Caller, work: Callable[[], Any]) -> Future[Any]:
+        """Run ``work`` (an explain or a query) on the query pool, in one of the caller's slots.
+
+        The slot is taken now — so a caller over their limit is refused at once, at no cost —
+        and given back when the work ends, or when it is cancelled before it started.
+
+        Raises:
+            BusyError: the caller already has as many requests running as allowed.
+        """
+        release = self.slots.take(caller.name)
+        try:
+            future = self.query_pool.submit(work)
+        except BaseException:
+            release()
+            raise
+        future.add_done_callback(lambda _: release())
+        return future
 
     # -- datasets ----------------------------------------------------------------------------
 
@@ -217,10 +293,15 @@ class Gateway:
         confidence: float | None,
     ) -> dict[str, Any]:
         """The plan, its cost and expected errors; reads no data and spends nothing."""
+        checked_number("epsilon", epsilon)
+        checked_number("delta", delta)
+        check_sql_shape(sql)
         opened = self.open(caller, name)
-        explanation = self._session(caller, opened).explain(
-            sql, epsilon, delta=delta, confidence=confidence
-        )
+        with _planning(sql):
+            explanation = self._session(caller, opened).explain(
+                sql, epsilon, delta=delta, confidence=confidence
+            )
+        self._check_loss(explanation.loss)
         return {"dataset": name, **explanation.to_dict()}
 
     def query(
@@ -233,9 +314,27 @@ class Gateway:
         confidence: float | None,
         idempotency_key: str | None,
     ) -> dict[str, Any]:
-        """Answer a query under the caller's budget (the session audits it in the ledger)."""
+        """Answer a query under the caller's budget (the session audits it in the ledger).
+
+        Before the session sees it, the query's shape is checked and its plan made, so that a
+        loss outside the accepted range or below the ε floor is refused with a bounded audit
+        line, and nothing unbounded ever reaches the ledger.
+        """
         opened = self.open(caller, name)
-        result = self._session(caller, opened).query(
+        session = self._session(caller, opened)
+        try:
+            checked_number("epsilon", epsilon)
+            checked_number("delta", delta)
+            check_sql_shape(sql)
+            with _planning(sql):
+                explanation = session.explain(sql, epsilon, delta=delta, confidence=confidence)
+            self._check_loss(explanation.loss)
+        except UserError as refusal:
+            if not _session_refuses(refusal):
+                self._audit_refusal(caller, opened, sql, refusal)
+                raise
+            # Otherwise the session refuses it again below, and writes the audit line itself.
+        result = session.query(
             sql,
             epsilon,
             delta=delta,
@@ -243,6 +342,43 @@ class Gateway:
             idempotency_key=idempotency_key,
         )
         return {"dataset": name, **result.to_dict()}
+
+    def _check_loss(self, loss: Loss) -> None:
+        """Refuse a query loss outside the accepted range or below the configured ε floor."""
+        floor = Fraction(repr(self.config.limits.min_epsilon))
+        epsilon = getattr(loss, "epsilon", None)
+        if isinstance(epsilon, Fraction) and epsilon < floor:
+            raise _LossRefusal(
+                f"epsilon {float(epsilon):g} is below this gateway's floor of {float(floor):g} "
+                "per query.",
+                why="the noise at a smaller epsilon swamps any answer, and some mechanisms' "
+                "work grows with 1/epsilon.",
+                fix=f"spend at least epsilon = {float(floor):g} (the curator sets min_epsilon).",
+            )
+        for part in ("epsilon", "delta", "rho"):
+            value = getattr(loss, part, None)
+            if isinstance(value, Fraction) and value > LARGEST:
+                raise _LossRefusal(
+                    f"{part} {float(value):.3g} is larger than this gateway accepts "
+                    f"({float(LARGEST):g}).",
+                    why="a loss that large gives no privacy, and numbers that large overflow.",
+                    fix=f"spend a {part} of at most {float(LARGEST):g}.",
+                )
+
+    def _audit_refusal(
+        self, caller: Caller, opened: OpenDataset, sql: str, refusal: UserError
+    ) -> None:
+        """Record a refusal the gateway made itself (no loss: nothing unbounded is written)."""
+        first = str(refusal).splitlines()[0] if str(refusal) else type(refusal).__name__
+        self.ledger.record(
+            principal=caller.name,
+            dataset=opened.catalog.name,
+            sql=sql,
+            outcome="refused",
+            detail=first[:500],
+            plan_hash=None,
+            loss=None,
+        )
 
     # -- budgets and records -----------------------------------------------------------------
 
@@ -326,7 +462,7 @@ class Gateway:
         definition (``pure`` unless given) and its optional total cap on all analysts together.
         """
         path = self._catalog_path(catalog)
-        parsed, executor = open_catalog(str(path))
+        parsed, executor = open_catalog(str(path), data_root=self.config.data_root)
         executor.close()
         cap = total_cap.to_loss("total cap") if total_cap is not None else None
         target = parse_definition(definition) if definition is not None else None
@@ -467,6 +603,8 @@ class Gateway:
 
     def close(self) -> None:
         """Write the pending request log, close the engines, the ledger and the store."""
+        self.query_pool.shutdown(wait=True, cancel_futures=True)
+        self.sign_in_pool.shutdown(wait=True)
         self.requests.close()
         self.datasets.close()
         self.ledger.close()

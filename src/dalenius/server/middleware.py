@@ -8,6 +8,7 @@ request's id where operators look).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -17,10 +18,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
+from starlette.routing import BaseRoute, Match
 
-from dalenius.server.errors import RequestTooLargeError, error_body, status_for
+from dalenius.core.errors import UserError
+from dalenius.server.errors import (
+    ForbiddenError,
+    RequestTooLargeError,
+    UnknownHostError,
+    error_body,
+    error_headers,
+    status_for,
+)
+from dalenius.server.gateway import Gateway
 from dalenius.server.requestlog import RequestLog
-from dalenius.server.store import RequestRecord
+from dalenius.server.store import Caller, RequestRecord
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,11 +48,19 @@ CONSOLE_POLICY = (
 )
 """The console's Content-Security-Policy: its own files only, no inline script, no framing."""
 
+PERMISSIONS_POLICY = (
+    "accelerometer=(), camera=(), clipboard-read=(), display-capture=(), fullscreen=(), "
+    "geolocation=(), gyroscope=(), magnetometer=(), microphone=(), midi=(), payment=(), "
+    "usb=(), interest-cohort=()"
+)
+"""The console needs no device or browser feature; none is granted to it or to a frame."""
+
 _SAFE_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
     (b"content-security-policy", CONSOLE_POLICY.encode()),
+    (b"permissions-policy", PERMISSIONS_POLICY.encode()),
 )
 
 
@@ -58,10 +77,18 @@ class GatewayMiddleware:
         log: where a line per request goes.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body: int, log: RequestLog) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body: int,
+        log: RequestLog,
+        allowed_hosts: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.log = log
+        self.allowed_hosts = frozenset(allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Handle one HTTP request (other ASGI traffic passes through)."""
@@ -113,6 +140,8 @@ class GatewayMiddleware:
 
         declared = _content_length(scope)
         try:
+            if self.allowed_hosts and _host(scope) not in self.allowed_hosts:
+                raise UnknownHostError(_host(scope))
             if declared is not None and declared > self.max_body:
                 status["too_large"] = True
                 raise _TooLarge
@@ -150,6 +179,80 @@ class GatewayMiddleware:
             await anyio.to_thread.run_sync(self.log.put, record)
 
 
+def _host(scope: Scope) -> str:
+    """The host the request names (its ``Host`` header, without the port), in lower case."""
+    for key, value in scope.get("headers", []):
+        if key.lower() == b"host":
+            text = str(value.decode("latin-1")).strip().lower()
+            if text.startswith("["):
+                return text[1 : text.find("]")] if "]" in text else text
+            return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+    return ""
+
+
+class SignInMiddleware:
+    """Authenticate every API request, and refuse a curator endpoint to an analyst, before its body is read.
+
+    So a malformed body without a token gets 401 (not 400), an analyst's malformed body on a
+    curator endpoint gets 403, and each counts towards the failed-sign-in or per-token rate limit.
+    Sign-in runs on the gateway's own small thread pool, apart from the threads that run queries,
+    so one analyst's slow queries never delay another's sign-in.
+
+    Args:
+        app: the application it wraps.
+        gateway: whose store and rate limits decide.
+        curator_routes: the routes only curators may use.
+    """
+
+    def __init__(self, app: ASGIApp, *, gateway: Gateway, curator_routes: list[BaseRoute]) -> None:
+        self.app = app
+        self.gateway = gateway
+        self.curator_routes = curator_routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Sign the request in, or answer its refusal."""
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or not path.startswith("/v1/") or path == OPENAPI_PATH:
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        try:
+            token = _bearer(scope)
+            client = scope.get("client")
+            address = str(client[0]) if client else ""
+            caller: Caller = await asyncio.wrap_future(
+                self.gateway.sign_in_pool.submit(self.gateway.authenticate, token, address)
+            )
+            state["caller"] = caller
+            if not caller.is_curator and any(
+                route.matches(scope)[0] == Match.FULL for route in self.curator_routes
+            ):
+                raise ForbiddenError(
+                    "Only curators may use this endpoint.",
+                    why="it changes or reads records of other analysts.",
+                    fix="ask a curator, or sign in with a curator's token.",
+                )
+        except UserError as error:
+            await _send_error(send, error, str(state.get("request_id", "")), state)
+            return
+        await self.app(scope, receive, send)
+
+
+OPENAPI_PATH = "/v1/openapi.json"
+"""The one API path open without a token: the API's description."""
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The token of an ``Authorization: Bearer …`` header, or ``None``."""
+    for key, value in scope.get("headers", []):
+        if key.lower() == b"authorization":
+            scheme, _, token = str(value.decode("latin-1")).strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
 def _content_length(scope: Scope) -> int | None:
     for key, value in scope.get("headers", []):
         if key.lower() == b"content-length":
@@ -167,6 +270,7 @@ async def _send_error(
     body = error_body(error, request_id)
     state["error_code"] = body["error"]["code"]
     payload = json.dumps(body).encode()
+    extra = [(k.lower().encode(), v.encode()) for k, v in error_headers(error).items()]
     await send(
         {
             "type": "http.response.start",
@@ -174,6 +278,7 @@ async def _send_error(
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
+                *extra,
             ],
         }
     )

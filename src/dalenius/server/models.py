@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 Number = Annotated[
     StrictFloat | StrictInt | StrictStr,
     Field(
-        description='A number, or exact decimal or fraction text ("0.1", "1/10").',
+        description='A number, or exact ASCII decimal or fraction text ("0.1", "1e-6", '
+        '"1/10"); zero, or between 1e-30 and 1e6.',
         examples=[0.1, "1/10"],
     ),
 ]

@@ -8,6 +8,7 @@ so a dataset removed by a curator in one process disappears from all of them at 
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
 import tomllib
@@ -16,10 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.core.catalog import Catalog, load_catalog
-from dalenius.core.errors import ConfigurationError
+from dalenius.core.errors import CatalogError, ConfigurationError
 from dalenius.executors.base import Executor
-from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.executors.factory import executor_for
 from dalenius.server.store import Registration
+
+FILE_SOURCES = ("csv", "parquet", "duckdb")
+"""Source kinds that name files on the server (confined to the data root)."""
+
+NEVER_READ = (Path("/proc"), Path("/sys"), Path("/dev"))
+"""System folders no catalog source may read, whatever the configuration."""
 
 
 @dataclass(frozen=True)
@@ -68,20 +75,75 @@ def read_descriptions(path: str) -> dict[str, Any]:
     return tables
 
 
-def open_catalog(path: str) -> tuple[Catalog, Executor]:
-    """Load a catalog and open its engine, checking that every table can be read.
+def confine(catalog: Catalog, root: Path | None) -> None:
+    """Refuse a catalog whose file sources lie outside ``root`` (after symbolic links are resolved).
+
+    A pattern (``data/*.csv``) is checked file by file, and its folder too, so a file added later
+    outside the root cannot match. System folders (``/proc``, ``/sys``, ``/dev``) are refused
+    even without a root. The message names the table and the path, never the file's content.
 
     Raises:
-        CatalogError: the catalog is malformed or a source cannot be read.
+        CatalogError: naming the table whose source is outside.
+    """
+    folder = root.resolve() if root is not None else None
+    for table in catalog.tables:
+        if table.source.kind not in FILE_SOURCES:
+            continue
+        location = table.source.location
+        pattern = any(ch in location for ch in "*?[")
+        paths = [Path(p) for p in glob.glob(location)] if pattern else [Path(location)]
+        paths.append(Path(location).parent if pattern else Path(location))
+        for path in paths:
+            try:
+                real = path.resolve()
+            except (OSError, RuntimeError):
+                real = None
+            outside = real is None or any(real.is_relative_to(s) for s in NEVER_READ)
+            if folder is not None and real is not None and not real.is_relative_to(folder):
+                outside = True
+            if outside:
+                where = f"the gateway's data folder {str(folder)!r}" if folder else "the data"
+                raise CatalogError(
+                    f"the source {location!r} is outside {where}.",
+                    table=table.name,
+                    why="a gateway reads only files under its configured data_root "
+                    "(symbolic links resolved), and never system folders.",
+                    fix="copy the data under data_root and point the catalog's source there.",
+                )
+
+
+def open_catalog(
+    path: str, *, data_root: Path | None = None, time_limit: float | None = None
+) -> tuple[Catalog, Executor]:
+    """Load a catalog and open the engine it names, checking that every table can be read.
+
+    Args:
+        path: the catalog file.
+        data_root: if given, every file source must lie inside it (see :func:`confine`).
+        time_limit: the engine's time limit for one query, in seconds.
+
+    Raises:
+        CatalogError: the catalog is malformed, a source is outside the data root, or cannot be
+            read.
     """
     catalog = load_catalog(path)
-    return catalog, DuckDBExecutor(catalog)
+    confine(catalog, data_root)
+    executor = executor_for(catalog)
+    executor.time_limit = time_limit
+    return catalog, executor
 
 
 class DatasetCache:
-    """Opened datasets of this process, by name."""
+    """Opened datasets of this process, by name.
 
-    def __init__(self) -> None:
+    Args:
+        data_root: every file source must lie inside it (``None``: anywhere but system folders).
+        time_limit: the engine's time limit for one query, in seconds.
+    """
+
+    def __init__(self, data_root: Path | None = None, time_limit: float | None = None) -> None:
+        self.data_root = data_root
+        self.time_limit = time_limit
         self._open: dict[str, OpenDataset] = {}
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
@@ -98,7 +160,9 @@ class DatasetCache:
             found = self._open.get(registration.name)
             if found is not None and found.registration == registration and found.stamp == stamp:
                 return found
-            catalog, executor = open_catalog(registration.catalog)
+            catalog, executor = open_catalog(
+                registration.catalog, data_root=self.data_root, time_limit=self.time_limit
+            )
             if catalog.name != registration.name:
                 raise ConfigurationError(
                     f"The catalog {registration.catalog} now names its dataset "

@@ -197,6 +197,11 @@ class StateStore:
                 code TEXT NOT NULL,
                 millis DOUBLE PRECISION NOT NULL
             )""",
+            """CREATE TABLE IF NOT EXISTS dalenius_gateway_buckets (
+                client TEXT PRIMARY KEY,
+                tokens DOUBLE PRECISION NOT NULL,
+                at DOUBLE PRECISION NOT NULL
+            )""",
         ]
         with self._db.transaction(write=True) as tx:
             if self._db.dialect == "postgres":
@@ -465,6 +470,66 @@ class StateStore:
                 (name, dataset),
             )
         return bool(rows)
+
+    # -- rate limits -----------------------------------------------------------------------
+
+    def take(self, client: str, *, rate: float, burst: int, now: float) -> float:
+        """Take one request from ``client``'s token bucket, shared by every process.
+
+        The bucket holds up to ``burst`` requests and refills at ``rate`` per second; ``now`` is
+        wall-clock seconds (every process must agree on it). A client absent from the table has
+        a full bucket, so forgetting one is never stricter than the limit.
+
+        Returns:
+            0.0 if the request may proceed, else the seconds to wait.
+        """
+        with self._db.transaction(write=True) as tx:
+            if self._db.dialect == "postgres":
+                tx.run(
+                    "INSERT INTO dalenius_gateway_buckets (client, tokens, at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (client) DO NOTHING",
+                    (client, float(burst), now),
+                )
+                lock = " FOR UPDATE"
+            else:
+                lock = ""
+            rows = tx.run(
+                f"SELECT tokens, at FROM dalenius_gateway_buckets WHERE client = ?{lock}",
+                (client,),
+            )
+            tokens, last = (float(rows[0][0]), float(rows[0][1])) if rows else (burst, now)
+            tokens = min(float(burst), tokens + max(0.0, now - last) * rate)
+            wait = 0.0
+            if tokens >= 1.0:
+                tokens -= 1.0
+            else:
+                wait = (1.0 - tokens) / rate
+            if rows:
+                tx.run(
+                    "UPDATE dalenius_gateway_buckets SET tokens = ?, at = ? WHERE client = ?",
+                    (tokens, max(now, last), client),
+                )
+            else:
+                tx.run(
+                    "INSERT INTO dalenius_gateway_buckets (client, tokens, at) VALUES (?, ?, ?)",
+                    (client, tokens, now),
+                )
+        return wait
+
+    def forget_full_buckets(self, *, rate: float, burst: int, now: float, keep: int) -> None:
+        """Delete refilled buckets (the same as no row), and all but the ``keep`` newest."""
+        with self._db.transaction(write=True) as tx:
+            tx.run("DELETE FROM dalenius_gateway_buckets WHERE at < ?", (now - burst / rate - 1.0,))
+            tx.run(
+                "DELETE FROM dalenius_gateway_buckets WHERE at < (SELECT at FROM "
+                "dalenius_gateway_buckets ORDER BY at DESC LIMIT 1 OFFSET ?)",
+                (int(keep),),
+            )
+
+    def bucket_count(self) -> int:
+        """How many clients have a bucket stored now."""
+        with self._db.transaction(write=False) as tx:
+            return int(tx.run("SELECT COUNT(*) FROM dalenius_gateway_buckets")[0][0])
 
     # -- request log -----------------------------------------------------------------------
 

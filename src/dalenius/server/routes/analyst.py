@@ -7,6 +7,7 @@ the caller's own budget and is recorded in the ledger before its answer leaves.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
@@ -19,6 +20,7 @@ from dalenius.server.routes.deps import (
     PathName,
     QueryFilter,
     errors,
+    run_query_work,
     single_query_values,
 )
 
@@ -65,11 +67,15 @@ def get_dataset(name: PathName, caller: CallerDep, gateway: GatewayDep) -> dict[
     responses=errors(404, 503),
     operation_id="explain",
 )
-def explain(
+async def explain(
     name: PathName, body: models.ExplainRequest, caller: CallerDep, gateway: GatewayDep
 ) -> dict[str, object]:
     """The plan, its cost and the expected error of each measurement; spends nothing."""
-    return gateway.explain(caller, name, body.sql, body.epsilon, body.delta, body.confidence)
+    work = partial(
+        gateway.explain, caller, name, body.sql, body.epsilon, body.delta, body.confidence
+    )
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
 
 
 @router.post(
@@ -79,13 +85,22 @@ def explain(
     responses=errors(404, 409, 503),
     operation_id="query",
 )
-def query(
+async def query(
     name: PathName, body: models.QueryRequest, caller: CallerDep, gateway: GatewayDep
 ) -> dict[str, object]:
     """Answer a query with noise and error bars, spending ``epsilon`` from the caller's budget."""
-    return gateway.query(
-        caller, name, body.sql, body.epsilon, body.delta, body.confidence, body.idempotency_key
+    work = partial(
+        gateway.query,
+        caller,
+        name,
+        body.sql,
+        body.epsilon,
+        body.delta,
+        body.confidence,
+        body.idempotency_key,
     )
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
 
 
 @router.get(

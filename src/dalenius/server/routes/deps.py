@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
@@ -29,17 +31,27 @@ async def gateway(request: Request) -> Gateway:
     return found
 
 
-def caller(
+async def caller(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     service: Annotated[Gateway, Depends(gateway)],
 ) -> Caller:
-    """The signed-in caller (or 401), after their rate limit (or 429)."""
+    """The signed-in caller (or 401), after their rate limit (or 429).
+
+    The sign-in middleware has already authenticated the request before its body was read
+    (:class:`~dalenius.server.middleware.SignInMiddleware`); this only hands its answer on, or
+    signs in here when the routes are served without it.
+    """
+    found = getattr(request.state, "caller", None)
+    if isinstance(found, Caller):
+        return found
     token = credentials.credentials if credentials is not None else None
     client = request.client.host if request.client is not None else ""
-    found = service.authenticate(token, client)
-    request.state.caller = found
-    return found
+    signed_in: Caller = await asyncio.wrap_future(
+        service.sign_in_pool.submit(service.authenticate, token, client)
+    )
+    request.state.caller = signed_in
+    return signed_in
 
 
 async def curator(who: Annotated[Caller, Depends(caller)]) -> Caller:
@@ -68,6 +80,14 @@ async def single_query_values(request: Request, who: Annotated[Caller, Depends(c
         seen.add(key)
 
 
+async def run_query_work(service: Gateway, who: Caller, work: Callable[[], Any]) -> Any:
+    """Run an explain or a query on the gateway's query pool, in one of the caller's slots.
+
+    Over the caller's limit, the request is refused at once (429) and costs nothing.
+    """
+    return await asyncio.wrap_future(service.submit_query_work(who, work))
+
+
 CallerDep = Annotated[Caller, Depends(caller)]
 CuratorDep = Annotated[Caller, Depends(curator)]
 GatewayDep = Annotated[Gateway, Depends(gateway)]
@@ -82,7 +102,8 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "No such thing, or a dataset not granted to the caller.",
         409: "Conflicts with the record (budget exceeded, name taken, retry in progress).",
         413: "The request body is too large.",
-        429: "Too many requests for this token; see Retry-After.",
+        429: "Too many requests for this token (see Retry-After), or too many of its queries "
+        "running at once.",
         503: "The engine failed before any noise was drawn; nothing was spent.",
     }
     base = (400, 401, 413, 429)
