@@ -8,7 +8,15 @@ import sys
 from collections.abc import Sequence
 
 from dalenius import __version__
-from dalenius.cli import budget_cmd, calibrate_cmd, demo_cmd, ledger_cmd, query_cmd, serve_cmd
+from dalenius.cli import (
+    accuracy_cmd,
+    budget_cmd,
+    calibrate_cmd,
+    demo_cmd,
+    ledger_cmd,
+    query_cmd,
+    serve_cmd,
+)
 from dalenius.cli.common import run_guarded
 
 
@@ -21,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dalenius {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     query_cmd.register(sub)
+    accuracy_cmd.register(sub)
     budget_cmd.register(sub)
     ledger_cmd.register(sub)
     demo_cmd.register(sub)

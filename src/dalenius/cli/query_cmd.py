@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dalenius.cli.accuracy_cmd import add_target_options, target_kwargs
 from dalenius.cli.common import (
     EXIT_OK,
     add_json_option,
@@ -67,6 +68,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--confidence", type=float, default=0.95, help="confidence of the error bars (default 0.95)"
     )
+    add_target_options(parser)
     add_ledger_options(parser)
     add_json_option(parser)
 
@@ -90,11 +92,15 @@ def run_query(args: argparse.Namespace) -> int:
         analyst=args.analyst,
         confidence=args.confidence,
     ) as session:
-        result = session.query(args.sql, epsilon=args.epsilon, delta=args.delta)
+        result = session.query(
+            args.sql, epsilon=args.epsilon, delta=args.delta, **target_kwargs(args)
+        )
     if args.json:
         emit_json(result.to_dict())
     else:
         print(result)
+        if result.accuracy is not None:
+            print(f"ε chosen for accuracy: {result.accuracy['epsilon']:.6g} (see explain)")
     return EXIT_OK
 
 
@@ -114,7 +120,9 @@ def run_explain(args: argparse.Namespace) -> int:
         confidence=args.confidence,
     )
     with session:
-        explanation = session.explain(args.sql, epsilon=args.epsilon, delta=args.delta)
+        explanation = session.explain(
+            args.sql, epsilon=args.epsilon, delta=args.delta, **target_kwargs(args)
+        )
     if args.json:
         emit_json(explanation.to_dict())
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,8 @@ class Result:
         rank_errors: per column, for quantiles, MEDIAN, MIN and MAX: with probability at least
             ``confidence`` the released value's rank among the rows is within this many of its
             target (their error is a rank, not an interval); ``None`` elsewhere.
+        accuracy: for a query asked with an error target, how its ε was chosen (the targets,
+            each measurement's share and error bar); ``None`` otherwise.
     """
 
     columns: tuple[str, ...]
@@ -60,6 +63,7 @@ class Result:
     entry_id: str | None
     rank_errors: tuple[int | None, ...] = ()
     shared: bool = False
+    accuracy: Mapping[str, Any] | None = None
 
     @classmethod
     def from_answer(
@@ -72,6 +76,7 @@ class Result:
         cached: bool,
         entry_id: str | None,
         shared: bool = False,
+        accuracy: Mapping[str, Any] | None = None,
     ) -> Result:
         """Wrap a post-processed answer with its accounting."""
         return cls(
@@ -87,6 +92,7 @@ class Result:
             entry_id=entry_id,
             rank_errors=answer.rank_errors,
             shared=shared,
+            accuracy=accuracy,
         )
 
     @property
@@ -125,6 +131,7 @@ class Result:
             "cached": self.cached,
             "shared": self.shared,
             "entry_id": self.entry_id,
+            **({"accuracy": dict(self.accuracy)} if self.accuracy is not None else {}),
         }
 
     def to_pandas(self) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -44,6 +44,14 @@ from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
 from dalenius.ledger.base import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
+from dalenius.plan.accuracy import (
+    Allocation,
+    BatchPlan,
+    Targets,
+    allocate,
+    allocate_batch,
+    parse_targets,
+)
 from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
@@ -64,6 +72,7 @@ class _Prepared:
     plan: DPQuery
     exact: ExactSQL
     tables: tuple[Table, ...]
+    allocation: Allocation | None = None
 
 
 class Session:
@@ -96,16 +105,30 @@ class Session:
     # -- public API -----------------------------------------------------------------------------
 
     def explain(
-        self, sql: str, epsilon: Any = None, *, delta: Any = None, confidence: float | None = None
+        self,
+        sql: str,
+        epsilon: Any = None,
+        *,
+        delta: Any = None,
+        confidence: float | None = None,
+        target_error: Any = None,
+        target_relative: Any = None,
+        expected: Any = None,
     ) -> Explanation:
         """Show the plan, sensitivities, ε split and expected error; reads no data, spends nothing.
 
         (Reading no data: a join with a public table measures how many rows of the public table
         share a key — public data — to know the sensitivity.)
+
+        Instead of ``epsilon``, a target may be given (accuracy first, see ``docs/accuracy.md``):
+        ``target_error`` (a half-width for every COUNT and SUM, or a mapping by output column),
+        or ``target_relative`` with the ``expected`` magnitude; the smallest ε meeting it at
+        ``confidence`` is computed and shown.
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
-        prepared = self._prepare(sql, epsilon, delta)
-        return explain(prepared.plan, conf, prepared.exact.all())
+        targets = parse_targets(target_error, target_relative, expected)
+        prepared = self._prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+        return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
 
     def query(
         self,
@@ -115,12 +138,17 @@ class Session:
         delta: Any = None,
         confidence: float | None = None,
         idempotency_key: str | None = None,
+        target_error: Any = None,
+        target_relative: Any = None,
+        expected: Any = None,
     ) -> Result:
         """Answer ``sql`` privately, spending ``epsilon`` (and ``delta``) from this analyst's budget.
 
         ``epsilon`` and ``delta`` may instead be given in the SQL, with BigQuery's
         ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = .., delta = ..)``. ``delta`` is needed
-        only for GROUP BY keys without a public list.
+        only for GROUP BY keys without a public list. Instead of ``epsilon``, give a target
+        (``target_error``, or ``target_relative`` with ``expected``; see :meth:`explain`): the
+        smallest ε meeting it is spent, exactly.
 
         Raises:
             QueryError: the SQL cannot be answered (nothing spent).
@@ -129,7 +157,8 @@ class Session:
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         try:
-            prepared = self._prepare(sql, epsilon, delta)
+            targets = parse_targets(target_error, target_relative, expected)
+            prepared = self._prepare(sql, epsilon, delta, targets=targets, confidence=conf)
             # The release clock starts once the plan is ready: parsing and planning read only
             # the query text and the catalog, and take as long as a new text needs.
             deadline = self._deadline(prepared.plan, time.monotonic())
@@ -161,6 +190,7 @@ class Session:
                 cached=True,
                 entry_id=outcome.entry_id,
                 shared=outcome.shared_from is not None,
+                accuracy=_accuracy(prepared),
             )
         if deadline is None:
             return self._release(outcome, prepared, conf, lambda: True)
@@ -196,6 +226,7 @@ class Session:
             confidence=conf,
             cached=False,
             entry_id=entry_id,
+            accuracy=_accuracy(prepared),
         )
 
     def _deadline(self, plan: DPQuery, arrival: float) -> Deadline | None:
@@ -236,6 +267,59 @@ class Session:
         )
         _alerts.warning("dataset %r: %s", self.dataset, detail)
 
+    def plan_batch(
+        self,
+        queries: Sequence[Mapping[str, Any]],
+        epsilon: Any = None,
+        *,
+        delta: Any = None,
+        confidence: float | None = None,
+    ) -> BatchPlan:
+        """Split ε optimally over several queries with error targets; reads no data.
+
+        Each query is a mapping with ``sql`` and its target (``target_error``, or
+        ``target_relative`` with ``expected``). Without ``epsilon``, every query gets the smallest
+        ε meeting its targets (the smallest total). With ``epsilon``, the batch spends at most
+        that, and every target is scaled by the smallest common factor that fits: the worst
+        error relative to its target is minimised. Run it with :meth:`query_batch`.
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        budget = None if epsilon is None else as_fraction(epsilon, "epsilon")
+        plans = []
+        for i, item in enumerate(queries):
+            sql = str(item.get("sql", ""))
+            targets = parse_targets(
+                item.get("target_error"), item.get("target_relative"), item.get("expected")
+            )
+            if targets is None:
+                raise ConfigurationError(
+                    f"query {i + 1} of the batch has no target.",
+                    fix="give each query target_error (or target_relative with expected).",
+                )
+            prepared = self._prepare(sql, None, delta, targets=targets, confidence=conf)
+            plans.append((sql, prepared.plan, targets))
+        return allocate_batch(plans, conf, budget)
+
+    def query_batch(
+        self, batch: BatchPlan, *, delta: Any = None, confidence: float | None = None
+    ) -> list[Result]:
+        """Answer every query of a :meth:`plan_batch` with its share of ε (each charged as usual)."""
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        if batch.items and conf != batch.items[0].allocation.confidence:
+            raise ConfigurationError(
+                "the batch was planned at another confidence.",
+                fix="plan and run the batch at the same confidence.",
+            )
+        return [
+            self.query(
+                item.sql,
+                delta=delta,
+                confidence=conf,
+                target_error=dict(item.targets.by_output) or item.targets.everywhere,
+            )
+            for item in batch.items
+        ]
+
     def remaining(self) -> Loss:
         """The budget this analyst has left on this dataset (rounded down)."""
         return self.ledger.remaining(self.analyst, self.dataset)
@@ -254,10 +338,19 @@ class Session:
     # -- steps ----------------------------------------------------------------------------------
 
     def _prepare(
-        self, sql: str, epsilon: Any, delta: Any = None, *, salt: int | None = None
+        self,
+        sql: str,
+        epsilon: Any,
+        delta: Any = None,
+        *,
+        salt: int | None = None,
+        targets: Targets | None = None,
+        confidence: float = DEFAULT_CONFIDENCE,
     ) -> _Prepared:
         catalog = self.catalog
         resolved = PLANS.get(catalog, ("query", sql), lambda: to_query(sql, catalog))
+        if targets is not None:
+            return self._prepare_for_accuracy(sql, resolved, epsilon, delta, targets, confidence)
         eps = _merge("epsilon", epsilon, resolved.options.epsilon, allow_zero=False)
         if eps is None:
             raise ConfigurationError(
@@ -280,6 +373,42 @@ class Session:
         )
         exact = self._exact_sql(plan, None if measured else key, salt)
         return _Prepared(plan=plan, exact=exact, tables=resolved.tables)
+
+    def _prepare_for_accuracy(
+        self,
+        sql: str,
+        resolved: Resolved,
+        epsilon: Any,
+        delta: Any,
+        targets: Targets,
+        confidence: float,
+    ) -> _Prepared:
+        """Prepare with the smallest ε split meeting ``targets`` (see dalenius.plan.accuracy)."""
+        if epsilon is not None or resolved.options.epsilon is not None:
+            raise ConfigurationError(
+                "both epsilon and an error target are given.",
+                why="with a target, Dalenius computes the smallest ε that meets it.",
+                fix="give epsilon, or a target (target_error / target_relative), not both.",
+            )
+        dlt = _merge("delta", delta, resolved.options.delta, allow_zero=True)
+        if dlt is not None and not dlt < 1:
+            raise InvalidLossError(
+                f"delta must be below 1, got {float(dlt):g}.", fix="use a small delta such as 1e-6."
+            )
+        query, measured = self._measure_joins(resolved)
+        # The measurements, sensitivities and grids do not depend on ε: compile once at ε = 1
+        # to read them, then again with the chosen split.
+        reference = to_dp(query, Fraction(1), dlt)
+        allocation = allocate(reference, targets, confidence)
+        eps, shares = allocation.epsilon, allocation.shares
+        key = ("plan", sql, eps, dlt, tuple(sorted(shares.items())))
+        plan = (
+            to_dp(query, eps, dlt, shares)
+            if measured
+            else PLANS.get(self.catalog, key, lambda: to_dp(query, eps, dlt, shares))
+        )
+        exact = self._exact_sql(plan, None if measured else key, None)
+        return _Prepared(plan=plan, exact=exact, tables=resolved.tables, allocation=allocation)
 
     def _exact_sql(self, plan: DPQuery, key: tuple[Any, ...] | None, salt: int | None) -> ExactSQL:
         """The exact SQL of ``plan`` for this executor, from the plan cache under ``key`` if given."""
@@ -458,6 +587,10 @@ def _merge(name: str, given: Any, in_sql: Fraction | None, *, allow_zero: bool) 
             fix=f"give {name} once.",
         )
     return value if value is not None else in_sql
+
+
+def _accuracy(prepared: _Prepared) -> dict[str, Any] | None:
+    return None if prepared.allocation is None else prepared.allocation.to_dict()
 
 
 def _encode(noisy: Noisy) -> str:

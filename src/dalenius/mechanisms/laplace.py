@@ -131,6 +131,26 @@ def laplace_error_bar(scale: Fraction, confidence: Fraction) -> int:
     return h
 
 
+def integer_laplace_error_bar(
+    sensitivity: Fraction | int, epsilon: Fraction, confidence: float | Fraction
+) -> int:
+    """``IntegerLaplace(sensitivity, epsilon).error_bar(confidence)``, without building a sampler.
+
+    The same scale (``Δ/ε``, rounded up only if its terms are huge) and the same exact tail check,
+    so the two always agree; building the mechanism certifies its sampling tables, which is what
+    a search over ε (accuracy first) must not pay for at every step.
+
+    Example:
+        >>> integer_laplace_error_bar(1, Fraction(1, 2), 0.95)
+        6
+    """
+    scale = _checked_scale(
+        positive_fraction(sensitivity, "sensitivity") / epsilon_fraction(epsilon),
+        "IntegerLaplace",
+    )
+    return laplace_error_bar(scale, confidence_fraction(confidence))
+
+
 class IntegerLaplace:
     """Pure ε-DP for integer-valued queries (counts, fixed-point sums) by discrete Laplace noise.
 

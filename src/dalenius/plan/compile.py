@@ -21,10 +21,10 @@ Steps, in order (each visible in explain output):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
-from dalenius.core.errors import PrivacyRefusal
+from dalenius.core.errors import InternalError, PrivacyRefusal
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.laplace import IntegerLaplace
@@ -85,8 +85,21 @@ def _multiplicity(relation: Relation) -> int:
     raise AssertionError(f"unknown relation {relation!r}")
 
 
-def to_dp(query: Query, epsilon: Fraction, delta: Fraction | None = None) -> DPQuery:
+def to_dp(
+    query: Query,
+    epsilon: Fraction,
+    delta: Fraction | None = None,
+    shares: Mapping[str, Fraction] | None = None,
+) -> DPQuery:
     """Turn a validated logical query into measurements, statistics and an ε split.
+
+    Args:
+        query: the validated logical query.
+        epsilon: the query's total ε.
+        delta: the δ of a private group selection, if the query needs one.
+        shares: an explicit split (accuracy first, :mod:`dalenius.plan.accuracy`): the ε of each
+            noisy measurement and quantile selection by name (``m0``…, ``q0``…), adding up to
+            ``epsilon`` exactly. Without it ε is split equally.
 
     Raises:
         PrivacyRefusal: when groups without public keys need a δ and none was given.
@@ -110,9 +123,9 @@ def to_dp(query: Query, epsilon: Fraction, delta: Fraction | None = None) -> DPQ
                 fix="pass delta (for example 1e-6), or group by columns with public keys.",
             )
         selection_key = builder.selection_key(query)
-    measurements, shares = builder.finish(statistics, epsilon)
+    measurements, split = builder.finish(statistics, epsilon, shares)
     statistics = [
-        Statistic(**{**s.__dict__, "epsilon": shares[f"q{i}"]}) if s.kind == "quantile" else s
+        Statistic(**{**s.__dict__, "epsilon": split[f"q{i}"]}) if s.kind == "quantile" else s
         for i, s in enumerate(statistics)
     ]
     selection = None
@@ -240,18 +253,29 @@ class _Builder:
         return next(k for k, v in self.names.items() if v == name)
 
     def finish(
-        self, statistics: list[Statistic], epsilon: Fraction
+        self,
+        statistics: list[Statistic],
+        epsilon: Fraction,
+        given: Mapping[str, Fraction] | None = None,
     ) -> tuple[list[Measurement], dict[str, Fraction]]:
         noisy = [key for key in self.specs if key[0] != "histogram"]
         quantile_ids = [f"q{i}" for i, s in enumerate(statistics) if s.kind == "quantile"]
         parts = len(noisy) + len(quantile_ids)
-        shares_list = split_equally(epsilon, parts)
         shares: dict[str, Fraction] = {}
-        iterator: Iterator[Fraction] = iter(shares_list)
-        for key in noisy:
-            shares[self.names[key]] = next(iterator)
-        for qid in quantile_ids:
-            shares[qid] = next(iterator)
+        if given is not None:
+            names = {self.names[key] for key in noisy} | set(quantile_ids)
+            if set(given) != names or sum(given.values()) != epsilon:
+                raise InternalError(
+                    f"an explicit ε split must give every part ({sorted(names)}) a share adding "
+                    f"up to ε, got {dict(given)}."
+                )
+            shares = dict(given)
+        else:
+            iterator: Iterator[Fraction] = iter(split_equally(epsilon, parts))
+            for key in noisy:
+                shares[self.names[key]] = next(iterator)
+            for qid in quantile_ids:
+                shares[qid] = next(iterator)
         measurements = [
             self.measurement(key, shares.get(self.names[key], Fraction(0))) for key in self.specs
         ]

@@ -12,6 +12,7 @@ from typing import Any
 
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.plan.accuracy import Allocation
 from dalenius.plan.expr import Col, Expr, render
 from dalenius.plan.nodes import (
     DPQuery,
@@ -70,10 +71,12 @@ class Explanation:
     confidence: float
     exact_sql: str
     notes: tuple[str, ...] = ()
+    accuracy: Allocation | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {
+        extra = {} if self.accuracy is None else {"accuracy": self.accuracy.to_dict()}
+        return extra | {
             "table": self.table,
             "privacy_unit": self.unit,
             "filters": list(self.filters),
@@ -103,7 +106,9 @@ class Explanation:
                 )
         lines.append("")
         lines.append(
-            "Noisy measurements and selections (ε split equally; counts and sums get exact discrete Laplace noise):"
+            "Noisy measurements and selections ("
+            + ("ε split to meet the targets" if self.accuracy is not None else "ε split equally")
+            + "; counts and sums get exact discrete Laplace noise):"
         )
         width = max([28, *(len(m.label) + 2 for m in self.measurements)])
         header = f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{'ε':>10}{'scale':>12}{pct + ' error':>14}"
@@ -119,12 +124,28 @@ class Explanation:
             lines.append(f"  {name:<28} = {formula}")
         for note in self.notes:
             lines.append(f"  note: {note}")
+        lines.extend(_accuracy_lines(self.accuracy, pct))
         lines.append("")
         lines.append(f"Total cost: {self.loss} (sequential composition of the measurements).")
         lines.append(
             "Errors cover the noise only, not bias from clipping values to the public bounds."
         )
         return "\n".join(lines)
+
+
+def _accuracy_lines(allocation: Allocation | None, pct: str) -> list[str]:
+    """How ε was chosen from the analyst's error targets (accuracy first)."""
+    if allocation is None:
+        return []
+    lines = ["", f"ε chosen for accuracy (the smallest meeting every target at {pct}):"]
+    for t in allocation.targets:
+        lines.append(
+            f"  {t.output:<28} target {t.asked:<18} → ε {_g(t.epsilon):>10}, error ±{_g(t.error)}"
+            f" (ε − 1% gives ±{_g(t.error_below)})"
+        )
+    for note in allocation.notes:
+        lines.append(f"  note: {note}")
+    return lines
 
 
 def loss_json(loss: PureDP | ApproxDP) -> dict[str, Any]:
@@ -138,8 +159,13 @@ def loss_json(loss: PureDP | ApproxDP) -> dict[str, Any]:
     return out
 
 
-def explain(plan: DPQuery, confidence: float, exact_sql: str = "") -> Explanation:
-    """Describe ``plan``: measurements and selections with sensitivity, ε, noise and error."""
+def explain(
+    plan: DPQuery, confidence: float, exact_sql: str = "", accuracy: Allocation | None = None
+) -> Explanation:
+    """Describe ``plan``: measurements and selections with sensitivity, ε, noise and error.
+
+    ``accuracy`` is how ε was chosen when the analyst gave error targets instead of ε.
+    """
     query = plan.query
     names = display_names(query.relation)
     costs = []
@@ -227,6 +253,7 @@ def explain(plan: DPQuery, confidence: float, exact_sql: str = "") -> Explanatio
         confidence=confidence,
         exact_sql=exact_sql,
         notes=tuple(notes),
+        accuracy=accuracy,
     )
 
 
