@@ -144,3 +144,46 @@ def test_a_curator_creates_an_analyst_and_sees_the_token_once(
     shot(page, "curator")
     with gateway.client(issued) as bob:
         assert [d["name"] for d in bob.get("/v1/datasets").json()["datasets"]] == ["census"]
+
+
+PAGES = ["#/query", "#/budget", "#/admin/analysts", "#/admin/ledger", "#/admin/datasets"]
+
+
+def test_the_console_fits_a_phone_and_keeps_greek_and_sql_as_written(
+    browser: Browser, gateway: LiveGateway
+) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(f"{gateway.url}/")
+    # A mistyped token on the first attempt is "not accepted", not "no longer accepted".
+    page.fill("#token", "dlt_mistyped_token")
+    page.click("button[type=submit]")
+    notice = page.locator(".signin [role=alert]")
+    expect(notice).to_contain_text("not accepted")
+    expect(notice).not_to_contain_text("no longer")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    expect(page.locator("#who")).to_contain_text("alice")
+    page.fill("#sql", "SELECT sex, count(*) AS n FROM people GROUP BY sex")
+    page.fill("#epsilon", "0.1")
+    page.click("#run-button")
+    expect(page.locator("#result-panel table.data tbody tr")).to_have_count(2)
+    header = page.locator("#result-panel table.data th").nth(1)
+    assert header.inner_text() == header.text_content()  # no CSS rewrites the column's name
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, ("result", width)
+    shot(page, "phone-result")
+    page.click("#sign-out")
+    page.fill("#token", gateway.tokens["root"])
+    page.click("button[type=submit]")
+    expect(page.locator("#who")).to_contain_text("root")
+    for hash_ in PAGES:
+        page.goto(f"{gateway.url}/console/{hash_}")
+        page.wait_for_load_state("networkidle")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (hash_, width)
+        shot(page, f"phone-{hash_.strip('#/').replace('/', '-')}")
+    # ε in a column header stays ε (text-transform: uppercase would show Ε).
+    page.goto(f"{gateway.url}/console/#/admin/ledger")
+    page.wait_for_load_state("networkidle")
+    headers = page.locator("table.data th").all_inner_texts()
+    assert not any("Ε" in text for text in headers), headers

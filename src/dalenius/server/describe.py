@@ -184,6 +184,8 @@ def token_json(token: TokenInfo) -> dict[str, Any]:
         "label": token.label,
         "created_at": token.created_at.isoformat(),
         "revoked_at": token.revoked_at.isoformat() if token.revoked_at else None,
+        "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+        "expired": token.expired(),
     }
 
 

@@ -155,7 +155,7 @@ def status_for(error: BaseException) -> int:
 def error_body(error: BaseException, request_id: str) -> dict[str, Any]:
     """The JSON body for an exception; internal errors say only that they happened."""
     if isinstance(error, UserError):
-        detail = error.to_dict()
+        detail = _in_gateway_words(error.to_dict())
     elif isinstance(error, ExecutionError):
         detail = {
             "code": ExecutionError.code,
@@ -183,6 +183,21 @@ def error_headers(error: BaseException) -> dict[str, str]:
     if isinstance(error, RateLimitedError):
         headers["Retry-After"] = str(max(1, round(error.retry_after + 0.5)))
     return headers
+
+
+def _in_gateway_words(detail: dict[str, Any]) -> dict[str, Any]:
+    """The library's texts in the gateway's words: the custodian is the gateway's curator.
+
+    Example:
+        >>> _in_gateway_words({"fix": "ask the custodian for more budget."})
+        {'fix': 'ask the curator for more budget.'}
+    """
+    out = dict(detail)
+    for key in ("message", "why", "fix"):
+        text = out.get(key)
+        if isinstance(text, str):
+            out[key] = text.replace("custodian", "curator").replace("Custodian", "Curator")
+    return out
 
 
 def plain_error(code: str, message: str, request_id: str, fix: str | None = None) -> dict[str, Any]:

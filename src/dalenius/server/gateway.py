@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,7 @@ class Gateway:
                 fix="send the header 'Authorization: Bearer <token>'; a curator issues tokens.",
             )
         raise AuthenticationError(
-            "The API token is not valid (unknown, malformed or revoked).",
+            "The API token is not valid (unknown, mistyped, revoked or expired).",
             fix="check the token you copied, or ask a curator for a new one.",
         )
 
@@ -539,18 +540,30 @@ class Gateway:
         ]
 
     def create_principal(
-        self, caller: Caller, name: str, role: str, issue: bool, label: str
+        self,
+        caller: Caller,
+        name: str,
+        role: str,
+        issue: bool,
+        label: str,
+        expires_in_days: int | None = None,
     ) -> dict[str, Any]:
         """Create an analyst or curator, with a first token unless ``issue`` is false."""
         self.store.create_principal(name, role, by=caller.name)
         token = None
         if issue:
-            token = self._issued(name, self.store.issue_token(name, label=label, by=caller.name))
+            token = self.issue_token(caller, name, label, expires_in_days)
         return self.principal(name) | {"token": token}
 
-    def issue_token(self, caller: Caller, name: str, label: str) -> dict[str, Any]:
-        """A new token for ``name``, shown once."""
-        return self._issued(name, self.store.issue_token(name, label=label, by=caller.name))
+    def issue_token(
+        self, caller: Caller, name: str, label: str, expires_in_days: int | None = None
+    ) -> dict[str, Any]:
+        """A new token for ``name``, shown once; it expires after ``expires_in_days`` if given."""
+        expires = None
+        if expires_in_days is not None:
+            expires = datetime.now(UTC) + timedelta(days=expires_in_days)
+        issued = self.store.issue_token(name, label=label, by=caller.name, expires_at=expires)
+        return self._issued(name, issued) | {"expires_at": expires.isoformat() if expires else None}
 
     def revoke_token(self, name: str, token_id: str) -> None:
         """Revoke one of ``name``'s tokens."""

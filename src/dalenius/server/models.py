@@ -135,12 +135,24 @@ class PrincipalRequest(_Request):
     label: str = Field(
         default="", max_length=200, pattern=TEXT_PATTERN, description="A note on the first token."
     )
+    expires_in_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=3650,
+        description="The first token stops working after this many days.",
+    )
 
 
 class TokenRequest(_Request):
     """A new token for a principal."""
 
     label: str = Field(default="", max_length=200, pattern=TEXT_PATTERN, examples=["laptop"])
+    expires_in_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=3650,
+        description="The token stops working after this many days (default: when revoked).",
+    )
 
 
 # -- responses ------------------------------------------------------------------------------
@@ -370,6 +382,8 @@ class TokenInfo(_Response):
     label: str
     created_at: str
     revoked_at: str | None
+    expires_at: str | None = None
+    expired: bool = False
 
 
 class IssuedToken(_Response):
@@ -379,6 +393,7 @@ class IssuedToken(_Response):
     token_id: str
     token: str
     note: str
+    expires_at: str | None = None
 
 
 class PrincipalInfo(_Response):

@@ -50,13 +50,18 @@ class Principal:
 
 @dataclass(frozen=True)
 class TokenInfo:
-    """A token's public record (never its secret or hash)."""
+    """A token's public record (never its secret or hash); ``expires_at`` ``None``: never."""
 
     id: str
     principal: str
     label: str
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """Whether the token's expiry has passed."""
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,12 @@ def check_role(role: str) -> str:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    return _stamp(datetime.now(UTC))
+
+
+def _stamp(moment: datetime) -> str:
+    # One fixed form (UTC, microseconds), so stored times compare correctly as text.
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _time(text: str | None) -> datetime | None:
@@ -209,6 +219,18 @@ class StateStore:
                 tx.run("SELECT pg_advisory_xact_lock(?)", (0x6761746577617931,))
             for statement in ddl:
                 tx.run(statement)
+            self._add_expiry(tx, time)
+
+    def _add_expiry(self, tx: Tx, time: str) -> None:
+        """Give a tokens table made by an earlier version its ``expires_at`` column."""
+        if self._db.dialect == "postgres":
+            tx.run(
+                f"ALTER TABLE dalenius_gateway_tokens ADD COLUMN IF NOT EXISTS expires_at {time}"
+            )
+            return
+        columns = {row[1] for row in tx.run("PRAGMA table_info(dalenius_gateway_tokens)")}
+        if "expires_at" not in columns:
+            tx.run(f"ALTER TABLE dalenius_gateway_tokens ADD COLUMN expires_at {time}")
 
     @contextmanager
     def _conflicts_as(self, error: ConflictError) -> Iterator[None]:
@@ -285,26 +307,38 @@ class StateStore:
             )
         return [_principal(row) for row in rows]
 
-    def issue_token(self, name: str, *, label: str = "", by: str) -> IssuedToken:
+    def issue_token(
+        self, name: str, *, label: str = "", by: str, expires_at: datetime | None = None
+    ) -> IssuedToken:
         """Draw a new token for ``name``; its text is returned once and only its hash is kept.
+
+        Args:
+            name: the principal.
+            label: a note on the token (where it is used).
+            by: who issued it.
+            expires_at: when the token stops working (``None``: when it is revoked).
 
         Raises:
             NotFoundError: if no such principal exists.
         """
         issued = new_token()
+        expiry = None if expires_at is None else _stamp(expires_at)
         with self._db.transaction(write=True) as tx:
             if not tx.run("SELECT 1 FROM dalenius_gateway_principals WHERE name = ?", (name,)):
                 raise NotFoundError(f"No principal named {name!r}.", fix="create it first.")
             tx.run(
-                "INSERT INTO dalenius_gateway_tokens (id, principal, hash, label, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (issued.token_id, name, issued.hash, label or f"issued by {by}", _now()),
+                "INSERT INTO dalenius_gateway_tokens (id, principal, hash, label, created_at, "
+                "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (issued.token_id, name, issued.hash, label or f"issued by {by}", _now(), expiry),
             )
         return issued
 
     def tokens(self, name: str | None = None) -> list[TokenInfo]:
         """Tokens (revoked ones too), oldest first, optionally of one principal."""
-        sql = "SELECT id, principal, label, created_at, revoked_at FROM dalenius_gateway_tokens"
+        sql = (
+            "SELECT id, principal, label, created_at, revoked_at, expires_at "
+            "FROM dalenius_gateway_tokens"
+        )
         params: tuple[object, ...] = ()
         if name is not None:
             sql += " WHERE principal = ?"
@@ -312,7 +346,8 @@ class StateStore:
         with self._db.transaction(write=False) as tx:
             rows = tx.run(sql + " ORDER BY created_at, id", params)
         return [
-            TokenInfo(row[0], row[1], row[2], _required_time(row[3]), _time(row[4])) for row in rows
+            TokenInfo(row[0], row[1], row[2], _required_time(row[3]), _time(row[4]), _time(row[5]))
+            for row in rows
         ]
 
     def revoke_token(self, name: str, token_id: str) -> None:
@@ -335,13 +370,14 @@ class StateStore:
                 )
 
     def credentials(self, token_id: str) -> tuple[Caller, str] | None:
-        """The owner of a live token and its stored hash, or ``None`` (unknown or revoked)."""
+        """The owner of a live token and its stored hash, or ``None`` (unknown, revoked, expired)."""
         with self._db.transaction(write=False) as tx:
             rows = tx.run(
                 "SELECT p.name, p.role, t.hash FROM dalenius_gateway_tokens t "
                 "JOIN dalenius_gateway_principals p ON p.name = t.principal "
-                "WHERE t.id = ? AND t.revoked_at IS NULL",
-                (token_id,),
+                "WHERE t.id = ? AND t.revoked_at IS NULL "
+                "AND (t.expires_at IS NULL OR t.expires_at > ?)",
+                (token_id, _now()),
             )
         if not rows:
             return None

@@ -123,7 +123,9 @@ def create_principal(
     body: models.PrincipalRequest, caller: CuratorDep, gateway: GatewayDep
 ) -> dict[str, object]:
     """Create an analyst or curator and, unless told not to, issue a first token (shown once)."""
-    return gateway.create_principal(caller, body.name, body.role, body.issue_token, body.label)
+    return gateway.create_principal(
+        caller, body.name, body.role, body.issue_token, body.label, body.expires_in_days
+    )
 
 
 @router.get(
@@ -150,7 +152,7 @@ def issue_token(
     name: Name, body: models.TokenRequest, caller: CuratorDep, gateway: GatewayDep
 ) -> dict[str, object]:
     """Issue a new token; its text is in this answer only, the gateway keeps a hash."""
-    return gateway.issue_token(caller, name, body.label)
+    return gateway.issue_token(caller, name, body.label, body.expires_in_days)
 
 
 @router.delete(

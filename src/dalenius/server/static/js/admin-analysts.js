@@ -41,8 +41,13 @@ async function detailView(name, datasets, reload, showSecret) {
     td(t.id, "mono"),
     t.label,
     td(fmtTime(t.created_at), "nowrap"),
-    t.revoked_at ? h("span", { class: "badge", text: `revoked ${fmtTime(t.revoked_at)}` }) : h("span", { class: "badge ok", text: "active" }),
+    td(t.expires_at ? fmtTime(t.expires_at) : "never", "nowrap"),
     t.revoked_at
+      ? h("span", { class: "badge", text: `revoked ${fmtTime(t.revoked_at)}` })
+      : t.expired
+        ? h("span", { class: "badge", text: "expired" })
+        : h("span", { class: "badge ok", text: "active" }),
+    t.revoked_at || t.expired
       ? ""
       : h("button", {
           type: "button",
@@ -61,13 +66,16 @@ async function detailView(name, datasets, reload, showSecret) {
         }),
   ]);
   const label = h("input", { type: "text", id: "token-label", placeholder: "e.g. laptop", "aria-label": "Label of the new token" });
+  const days = h("input", { type: "number", id: "token-days", min: "1", max: "3650", step: "1", placeholder: "never", "aria-label": "Days until the new token expires (empty: never)" });
   const issue = h("button", {
     type: "button",
     class: "button secondary",
     text: "Issue a new token",
     onclick: async () => {
       try {
-        const issued = await post(`/principals/${enc(name)}/tokens`, { label: label.value });
+        const body = { label: label.value };
+        if (days.value) body.expires_in_days = Number(days.value);
+        const issued = await post(`/principals/${enc(name)}/tokens`, body);
         await reload();
         showSecret(issued);
       } catch (failure) {
@@ -99,8 +107,14 @@ async function detailView(name, datasets, reload, showSecret) {
     h("h3", { text: "Grants and budgets" }),
     table(["Dataset (granted?)", "Budget", "Remaining", ""], grantRows, { label: "Grants", empty: "No dataset is registered." }),
     h("h3", { text: "Tokens", style: "margin-top:1.25rem" }),
-    table(["Token id", "Label", "Issued", "State", ""], tokenRows, { label: "Tokens", empty: "No token issued." }),
-    h("div", { class: "row", style: "margin-top:0.75rem" }, h("div", { class: "field" }, label), issue),
+    table(["Token id", "Label", "Issued", "Expires", "State", ""], tokenRows, { label: "Tokens", empty: "No token issued." }),
+    h(
+      "div",
+      { class: "row", style: "margin-top:0.75rem" },
+      h("div", { class: "field" }, label),
+      h("div", { class: "field narrow" }, h("label", { for: "token-days", text: "Expires after (days)" }), days),
+      issue,
+    ),
   );
 }
 

@@ -140,7 +140,14 @@ function signOut(message) {
   signInPage(message);
 }
 
-whenUnauthorized(() => signOut("Your token is no longer accepted (revoked or mistyped). Sign in again."));
+// A token refused on the first attempt was never accepted: say so, rather than "no longer".
+whenUnauthorized(() =>
+  signOut(
+    state.me
+      ? "Your token is no longer accepted (revoked or expired). Sign in again."
+      : "That token was not accepted: check that you copied all of it, or ask a curator for a new one (it may be revoked or expired).",
+  ),
+);
 
 window.addEventListener("hashchange", render);
 window.addEventListener("DOMContentLoaded", () => {
