@@ -18,6 +18,7 @@ PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 MECHANISM_PAGES = [
     "exponential.md",
     "gaussian.md",
+    "gaussian_process.md",
     "laplace.md",
     "partition_selection.md",
     "perturbation.md",

@@ -13,6 +13,7 @@ from dalenius.cli import (
     budget_cmd,
     calibrate_cmd,
     demo_cmd,
+    density_cmd,
     ledger_cmd,
     query_cmd,
     serve_cmd,
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     ledger_cmd.register(sub)
     demo_cmd.register(sub)
     serve_cmd.register(sub)
+    density_cmd.register(sub)
     calibrate_cmd.register(sub)
     return parser
 

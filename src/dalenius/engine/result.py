@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from dalenius.core.loss import Loss, PureDP
 from dalenius.engine.release import Answer
+from dalenius.releases.density import DensityRelease
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -210,3 +211,49 @@ def format_table(result: Result) -> str:
     )
     lines.append(f"spent: {spent}    remaining: {result.remaining}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class DensityResult:
+    """A released density curve (or surface), the loss it spent and the budget left.
+
+    Attributes:
+        release: the curve on its grid with pointwise and simultaneous bands
+            (:class:`~dalenius.releases.density.DensityRelease`).
+        loss: the loss charged (nothing new when ``cached``).
+        remaining: the budget left after it.
+        cached: answered from the ledger's record of an identical earlier release, at no cost.
+        entry_id: the ledger entry that records it.
+    """
+
+    release: DensityRelease
+    loss: Loss
+    remaining: Loss
+    cached: bool
+    entry_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document the CLI and the HTTP API return."""
+        return {
+            **self.release.to_json(),
+            "loss": loss_dict(self.loss),
+            "remaining": loss_dict(self.remaining),
+            "cached": self.cached,
+            "entry_id": self.entry_id,
+        }
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per grid point: the grid column(s), density, low, high, band_low, band_high."""
+        frame: pd.DataFrame = self.release.to_pandas()
+        return frame
+
+    def __str__(self) -> str:
+        r = self.release
+        grid = " × ".join(f"{g.size} points on [{g[0]:g}, {g[-1]:g}]" for g in r.grid)
+        peak = float(r.density.max()) if r.density.size else 0.0
+        cached = " (from the ledger's record, no new cost)" if self.cached else ""
+        return (
+            f"Density of {', '.join(r.columns)}: {grid}; peak {peak:.4g}; "
+            f"noisy count {r.count}; {round(r.confidence * 100)}% bands.\n"
+            f"Loss: {self.loss}{cached}. Remaining: {self.remaining}."
+        )

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dalenius.core.catalog import Catalog, Table, load_catalog
 from dalenius.core.deadlines import current_deadlines
@@ -39,7 +39,8 @@ from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
-from dalenius.engine.result import Result
+from dalenius.engine.releases import audit_refusal, run_density
+from dalenius.engine.result import DensityResult, Result
 from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
@@ -55,8 +56,11 @@ from dalenius.plan.accuracy import (
 from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
+from dalenius.releases.density import DensityRequest, plan_density
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
+
+T = TypeVar("T")
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_ANALYST = "analyst"
@@ -319,6 +323,84 @@ class Session:
             )
             for item in batch.items
         ]
+
+    def density(
+        self,
+        table: str,
+        columns: str | Sequence[str],
+        *,
+        bandwidth: float,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        points: int | None = None,
+        grid: Sequence[Sequence[float]] | None = None,
+        where: str | None = None,
+        confidence: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> DensityResult:
+        """Release the kernel density curve of one column (or the surface of two), privately.
+
+        The curve is the Gaussian kernel density estimate with ``bandwidth`` (the column's units)
+        on a public grid (``points`` per axis over the column's bounds, or an explicit ``grid``),
+        released whole by the Gaussian-process mechanism, with pointwise and simultaneous bands.
+        It needs ``epsilon`` and ``delta`` on an (ε, δ) dataset, or ``rho`` on a zCDP one: the
+        noise is Gaussian, which no pure-ε budget can pay for. See ``docs/releases/density.md``.
+
+        Raises:
+            QueryError: the table, columns, filter or grid cannot be used (nothing spent).
+            BudgetExceededError: the loss exceeds what remains (nothing spent).
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        cols = (columns,) if isinstance(columns, str) else tuple(columns)
+        request = DensityRequest(
+            table=table,
+            columns=cols,
+            bandwidth=bandwidth,
+            points=points,
+            grid=tuple(tuple(float(v) for v in axis) for axis in grid)
+            if grid is not None
+            else None,
+            where=where,
+        )
+        text = f"DENSITY({', '.join(cols)}) FROM {table}"
+        try:
+            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
+            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
+            rh = as_fraction(rho, "rho") if rho is not None else None
+            plan = plan_density(self.catalog, request, epsilon=eps, delta=dlt, rho=rh)
+        except UserError as exc:
+            audit_refusal(self, text, exc)
+            raise
+        release, cached, entry_id = run_density(
+            self, plan, confidence=conf, idempotency_key=idempotency_key
+        )
+        return DensityResult(
+            release=release,
+            loss=plan.loss,
+            remaining=self.remaining(),
+            cached=cached,
+            entry_id=entry_id,
+        )
+
+    def read_exact(
+        self,
+        reservation: Reservation,
+        tables: Sequence[Table],
+        compute: Callable[[Callable[[str], list[Any]]], T],
+    ) -> T:
+        """Run ``compute`` on the engine for a reserved release: the one data path of releases.
+
+        ``compute`` receives a ``fetch(sql)`` function; whatever it returns is the exact input of
+        the noise. A failure before any noise is drawn returns the reservation.
+        """
+        try:
+            for table in tables:
+                self.executor.prepare(table)
+            return compute(self.executor.fetch)
+        except BaseException as exc:
+            self.ledger.rollback(reservation, f"{type(exc).__name__}: {exc}")
+            raise
 
     def remaining(self) -> Loss:
         """The budget this analyst has left on this dataset (rounded down)."""

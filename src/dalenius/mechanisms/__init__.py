@@ -41,6 +41,7 @@ from dalenius.mechanisms.gaussian import (
     IntegerGaussian,
     discrete_gaussian,
 )
+from dalenius.mechanisms.gaussian_process import GaussianProcessMechanism, KernelAxis
 from dalenius.mechanisms.laplace import (
     GridLaplace,
     IntegerLaplace,
@@ -51,10 +52,12 @@ from dalenius.mechanisms.randomized_response import RandomizedResponse
 
 __all__ = [
     "ExponentialMechanism",
+    "GaussianProcessMechanism",
     "GridGaussian",
     "GridLaplace",
     "IntegerGaussian",
     "IntegerLaplace",
+    "KernelAxis",
     "PermuteAndFlip",
     "QuantileRelease",
     "RandomizedResponse",

@@ -1,0 +1,101 @@
+"""Running a planned release (a density curve, …) through the same budget path as a query.
+
+A release is planned in :mod:`dalenius.releases` from the catalog alone; here it is charged and
+computed exactly like a query: the loss is reserved in the ledger (a refusal before this point
+spends nothing), the engine is reached only through the session's data path, the noise is drawn,
+the noisy values are committed durably, and only then does the release leave. An identical
+request (same plan, same data version) is answered from the ledger's record at no cost, so
+asking again gains an attacker nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dalenius.core.errors import InternalError, UserError
+from dalenius.core.rng import system_random
+from dalenius.ledger.base import CachedAnswer, ChargeRequest
+from dalenius.releases.density import DensityPlan, DensityRelease
+
+if TYPE_CHECKING:
+    from dalenius.engine.session import Session
+
+DENSITY_FORMAT = "density-1"
+SALT_LIMIT = 2**31
+
+
+def describe(plan: DensityPlan) -> str:
+    """The audit trail's text for a density release (what the analyst asked)."""
+    req = plan.request
+    where = f" WHERE {req.where}" if req.where else ""
+    return f"DENSITY({', '.join(req.columns)}; bandwidth={req.bandwidth:g}) FROM {req.table}{where}"
+
+
+def run_density(
+    session: Session,
+    plan: DensityPlan,
+    *,
+    confidence: float,
+    idempotency_key: str | None,
+) -> tuple[DensityRelease, bool, str]:
+    """Charge, compute and record a density release; return it, whether cached, and its entry id."""
+    versions = "|".join(session.executor.data_version(t) for t in plan.counts.tables)
+    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{DENSITY_FORMAT}".encode()).hexdigest()
+    request = ChargeRequest(
+        principal=session.analyst,
+        dataset=session.dataset,
+        loss=plan.loss,
+        request_key=key,
+        sql=describe(plan),
+        plan_hash=plan.fingerprint(),
+        idempotency_key=idempotency_key,
+    )
+    outcome = session.ledger.reserve(request)
+    if isinstance(outcome, CachedAnswer):
+        noisy_sum, noisy_n = _decode(outcome.answer)
+        return plan.post_process(noisy_sum, noisy_n, confidence), True, outcome.entry_id
+    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+    statements = plan.counts.sql(session.executor.dialect, salt)
+
+    def compute(fetch: Any) -> tuple[int, list[tuple[Any, ...]]]:
+        total = fetch(statements.main)
+        bins = fetch(statements.histograms[0][1])
+        return int(total[0][0] if total and total[0][0] is not None else 0), bins
+
+    total, bins = session.read_exact(outcome, plan.counts.tables, compute)
+    release = plan.finish(total, bins, confidence)
+    entry_id = session.ledger.commit(outcome, _encode(release))
+    return release, False, entry_id
+
+
+def audit_refusal(session: Session, text: str, exc: UserError) -> None:
+    """Write the audit line of a release refused before any data was read (nothing is spent)."""
+    session.ledger.record(
+        principal=session.analyst,
+        dataset=session.dataset,
+        sql=text,
+        outcome="refused",
+        detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        plan_hash=None,
+        loss=None,
+    )
+
+
+def _encode(release: DensityRelease) -> str:
+    doc = {
+        "format": DENSITY_FORMAT,
+        "noisy_sum": [float(v) for v in release.noisy_sum],
+        "count": release.count,
+    }
+    return json.dumps(doc, sort_keys=True)
+
+
+def _decode(answer: str) -> tuple[np.ndarray[Any, np.dtype[np.float64]], int]:
+    doc = json.loads(answer)
+    if doc.get("format") != DENSITY_FORMAT:
+        raise InternalError("the ledger's record of this release has an unknown format")
+    return np.asarray(doc["noisy_sum"], dtype=np.float64), int(doc["count"])

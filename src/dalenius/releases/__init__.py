@@ -1,0 +1,19 @@
+"""Releases: products published whole rather than one query answer at a time.
+
+Each release is planned here — what the engine must count exactly, which mechanism adds the noise,
+what loss that costs — from the catalog alone, before any data is read; the engine's session runs
+the plan through the data gate and records it in the ledger like any query.
+
+* :mod:`~dalenius.releases.density`: private density curves and surfaces (the Gaussian-process
+  mechanism of Hall, Rinaldo & Wasserman).
+"""
+
+from dalenius.releases.density import (
+    DensityPlan,
+    DensityRelease,
+    DensityRequest,
+    plan_density,
+    rho_for,
+)
+
+__all__ = ["DensityPlan", "DensityRelease", "DensityRequest", "plan_density", "rho_for"]
