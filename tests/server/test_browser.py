@@ -187,3 +187,33 @@ def test_the_console_fits_a_phone_and_keeps_greek_and_sql_as_written(
     page.wait_for_load_state("networkidle")
     headers = page.locator("table.data th").all_inner_texts()
     assert not any("Ε" in text for text in headers), headers
+
+
+def test_a_target_error_instead_of_epsilon(browser: Browser, gateway: LiveGateway) -> None:
+    """Accuracy first in the console: a target ± beside ε; explain shows the ε chosen."""
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(f"{gateway.url}/")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    expect(page.locator("#who")).to_contain_text("alice")
+    sql = "SELECT sex, COUNT(*) AS n FROM people GROUP BY sex"
+    page.fill("#sql", sql)
+    page.fill("#target", "60")
+    expect(page.locator("#epsilon")).to_be_disabled()
+    expect(page.locator("#run-cost")).to_have_text("spends the ε for ± 60")
+    page.click("#explain-button")
+    panel = page.locator("#accuracy-panel")
+    expect(panel).to_contain_text("ε chosen for accuracy")
+    expect(panel.locator("tbody tr")).to_have_count(1)
+    with gateway.client(gateway.tokens["alice"]) as api:
+        plan = api.post("/v1/datasets/census/explain", json={"sql": sql, "target_error": 60}).json()
+    chosen = plan["accuracy"]["epsilon"]
+    page.click("#run-button")
+    expect(page.locator("#result-panel table.data tbody tr")).to_have_count(2)
+    expect(page.locator("#budget-remaining")).not_to_have_attribute("data-remaining", "1")
+    remaining = page.locator("#budget-remaining").get_attribute("data-remaining")
+    assert remaining is not None and abs(float(remaining) - (1 - chosen)) < 1e-9
+    shot(page, "target")
+    assert problems == []

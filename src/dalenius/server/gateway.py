@@ -292,15 +292,20 @@ class Gateway:
         epsilon: Any,
         delta: Any,
         confidence: float | None,
+        **targets: Any,
     ) -> dict[str, Any]:
-        """The plan, its cost and expected errors; reads no data and spends nothing."""
+        """The plan, its cost and expected errors; reads no data and spends nothing.
+
+        ``targets`` are the accuracy-first arguments (``target_error``, ``target_relative``,
+        ``expected``): the smallest ε meeting them is computed instead of taking ``epsilon``.
+        """
         checked_number("epsilon", epsilon)
         checked_number("delta", delta)
         check_sql_shape(sql)
         opened = self.open(caller, name)
         with _planning(sql):
             explanation = self._session(caller, opened).explain(
-                sql, epsilon, delta=delta, confidence=confidence
+                sql, epsilon, delta=delta, confidence=confidence, **targets
             )
         self._check_loss(explanation.loss)
         return {"dataset": name, **explanation.to_dict()}
@@ -314,6 +319,7 @@ class Gateway:
         delta: Any,
         confidence: float | None,
         idempotency_key: str | None,
+        **targets: Any,
     ) -> dict[str, Any]:
         """Answer a query under the caller's budget (the session audits it in the ledger).
 
@@ -328,7 +334,9 @@ class Gateway:
             checked_number("delta", delta)
             check_sql_shape(sql)
             with _planning(sql):
-                explanation = session.explain(sql, epsilon, delta=delta, confidence=confidence)
+                explanation = session.explain(
+                    sql, epsilon, delta=delta, confidence=confidence, **targets
+                )
             self._check_loss(explanation.loss)
         except UserError as refusal:
             if not _session_refuses(refusal):
@@ -341,8 +349,49 @@ class Gateway:
             delta=delta,
             confidence=confidence,
             idempotency_key=idempotency_key,
+            **targets,
         )
         return {"dataset": name, **result.to_dict()}
+
+    def batch(
+        self,
+        caller: Caller,
+        name: str,
+        queries: list[dict[str, Any]],
+        epsilon: Any,
+        delta: Any,
+        confidence: float | None,
+        run: bool,
+    ) -> dict[str, Any]:
+        """Split ε optimally over queries with error targets; with ``run``, answer each one.
+
+        Planning reads no data and spends nothing. Each answer goes through :meth:`query`, so it
+        is checked, charged and audited exactly as a single query with that target.
+        """
+        checked_number("epsilon", epsilon)
+        checked_number("delta", delta)
+        for query in queries:
+            check_sql_shape(str(query.get("sql", "")))
+        opened = self.open(caller, name)
+        session = self._session(caller, opened)
+        with _planning(str(queries[0].get("sql", "")) if queries else ""):
+            plan = session.plan_batch(queries, epsilon, delta=delta, confidence=confidence)
+        for item in plan.items:
+            self._check_loss(PureDP(item.allocation.epsilon))
+        results = [
+            self.query(
+                caller,
+                name,
+                item.sql,
+                None,
+                delta,
+                confidence,
+                None,
+                target_error=dict(item.targets.by_output) or item.targets.everywhere,
+            )
+            for item in (plan.items if run else ())
+        ]
+        return {"dataset": name, **plan.to_dict(), "results": results}
 
     def _check_loss(self, loss: Loss) -> None:
         """Refuse a query loss outside the accepted range or below the configured ε floor."""

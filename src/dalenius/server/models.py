@@ -81,6 +81,54 @@ class ExplainRequest(_Request):
     confidence: float | None = Field(
         default=None, gt=0, lt=1, description="Confidence of the error bars (default 0.95)."
     )
+    target_error: Number | dict[str, Number] | None = Field(
+        default=None,
+        description="Instead of epsilon (accuracy first): the error (half-width of the interval "
+        "at the confidence) to meet on every COUNT and SUM, or an object of errors by output "
+        "column; the smallest ε that meets it is spent.",
+        examples=[50, {"n": 50}],
+    )
+    target_relative: Number | None = Field(
+        default=None,
+        description="Instead of epsilon: a relative error such as 0.05, relative to expected.",
+    )
+    expected: Number | dict[str, Number] | None = Field(
+        default=None,
+        description="With target_relative: the magnitude the analyst expects (a number, or an "
+        "object by output column); the true value is private.",
+    )
+
+    def targets(self) -> dict[str, Any]:
+        """The accuracy-first keyword arguments of the session."""
+        return {
+            "target_error": self.target_error,
+            "target_relative": self.target_relative,
+            "expected": self.expected,
+        }
+
+
+class BatchQuery(_Request):
+    """One query of a batch, with its target."""
+
+    sql: str = Field(min_length=1, max_length=20_000, pattern=TEXT_PATTERN)
+    target_error: Number | dict[str, Number] | None = None
+    target_relative: Number | None = None
+    expected: Number | dict[str, Number] | None = None
+
+
+class BatchRequest(_Request):
+    """Several queries with error targets: one budget split optimally (docs/accuracy.md)."""
+
+    queries: list[BatchQuery] = Field(min_length=1, max_length=20)
+    epsilon: Number | None = Field(
+        default=None,
+        description="The total ε to split; without it every query gets its smallest ε.",
+    )
+    delta: Number | None = None
+    confidence: float | None = Field(default=None, gt=0, lt=1)
+    run: bool = Field(
+        default=False, description="Answer the queries (spends); by default only plan them."
+    )
 
 
 class QueryRequest(ExplainRequest):
@@ -259,6 +307,21 @@ class Explanation(_Response):
     confidence: float
     exact_sql: str
     notes: list[str] = []
+    accuracy: dict[str, Any] | None = Field(
+        default=None, description="With a target: how ε was chosen (docs/accuracy.md)."
+    )
+
+
+class BatchResult(_Response):
+    """A batch's plan (and, when run, its answers)."""
+
+    dataset: str
+    epsilon: float
+    epsilon_exact: str
+    scale: float
+    budget: float | None
+    queries: list[dict[str, Any]]
+    results: list[dict[str, Any]] = []
 
 
 class Cell(_Response):
@@ -283,6 +346,7 @@ class QueryResult(_Response):
     cached: bool
     shared: bool = False
     entry_id: str | None
+    accuracy: dict[str, Any] | None = None
 
 
 class Budget(_Response):

@@ -72,7 +72,14 @@ async def explain(
 ) -> dict[str, object]:
     """The plan, its cost and the expected error of each measurement; spends nothing."""
     work = partial(
-        gateway.explain, caller, name, body.sql, body.epsilon, body.delta, body.confidence
+        gateway.explain,
+        caller,
+        name,
+        body.sql,
+        body.epsilon,
+        body.delta,
+        body.confidence,
+        **body.targets(),
     )
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found
@@ -98,6 +105,32 @@ async def query(
         body.delta,
         body.confidence,
         body.idempotency_key,
+        **body.targets(),
+    )
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
+@router.post(
+    "/datasets/{name}/batch",
+    response_model_exclude_unset=True,
+    response_model=models.BatchResult,
+    responses=errors(404, 409, 503),
+    operation_id="batch",
+)
+async def batch(
+    name: PathName, body: models.BatchRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Split ε optimally over queries with error targets; with ``run``, answer them (spends)."""
+    work = partial(
+        gateway.batch,
+        caller,
+        name,
+        [q.model_dump(exclude_none=True) for q in body.queries],
+        body.epsilon,
+        body.delta,
+        body.confidence,
+        body.run,
     )
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found

@@ -98,6 +98,26 @@ function editor(initial) {
   };
 }
 
+// How ε was chosen from the analyst's error target: per aggregate, the share and the error bar it
+// gives, beside the error 1% less ε would give (which misses the target).
+function accuracyView(accuracy, pct) {
+  if (!accuracy) return null;
+  const rows = accuracy.targets.map((t) => [
+    td(t.output, "mono"),
+    t.asked,
+    td(fmtEps(t.epsilon), "num"),
+    td(`± ${fmt(t.error)}`, "num"),
+    td(`± ${fmt(t.error_at_99_percent_of_epsilon)}`, "num"),
+  ]);
+  return h(
+    "div",
+    { id: "accuracy-panel" },
+    h("h3", { text: `ε chosen for accuracy: ${fmtEps(accuracy.epsilon)}`, style: "margin-top:1rem" }),
+    table(["Column", "Target", { label: "ε", num: true }, { label: `${pct} error`, num: true }, { label: "with ε − 1%", num: true }], rows, { label: "Error targets" }),
+    (accuracy.notes || []).map((text) => h("p", { class: "note", text })),
+  );
+}
+
 function explainView(data) {
   const pct = `${Math.round(data.confidence * 1000) / 10}%`;
   const rows = data.measurements.map((m) => [
@@ -138,6 +158,7 @@ function explainView(data) {
     h("h3", { text: "Outputs (post-processing, free)", style: "margin-top:1rem" }),
     h("ul", { class: "small" }, (data.outputs || []).map((o) => h("li", {}, h("span", { class: "mono", text: o.name }), " = ", h("span", { class: "mono", text: o.computed_as })))),
     (data.notes || []).map((text) => h("p", { class: "note", text })),
+    accuracyView(data.accuracy, pct),
     h("p", { class: "note", text: "Expected errors cover the noise only, not the bias that clipping values to the public bounds may add. The ε is split equally over the measurements." }),
     h("details", { class: "more" }, h("summary", { text: "Exact SQL the engine will run" }), h("pre", { text: data.exact_sql })),
   );
@@ -289,18 +310,27 @@ export async function queryPage(root, params) {
   const ed = editor(initial);
   const epsilon = h("input", { type: "text", id: "epsilon", name: "epsilon", inputmode: "decimal", value: (samples[2] || samples[0] || { epsilon: "0.1" }).epsilon, "aria-describedby": "epsilon-hint" });
   const delta = h("input", { type: "text", id: "delta", name: "delta", inputmode: "decimal", placeholder: "none", "aria-describedby": "epsilon-hint" });
+  // Accuracy first: an error to meet on every COUNT and SUM instead of ε (the gateway computes
+  // the smallest ε that meets it at the chosen confidence, and spends exactly that).
+  const target = h("input", { type: "text", id: "target", name: "target", inputmode: "decimal", placeholder: "or ± error", "aria-describedby": "epsilon-hint" });
   const confidence = h("select", { id: "confidence", name: "confidence" }, [0.9, 0.95, 0.99].map((c) => h("option", { value: c, selected: c === 0.95, text: `${c * 100}%` })));
   const output = h("div", { id: "output", "aria-live": "polite" });
   const budgetBox = h("div", {}, budgetCard(budget));
   const explainButton = h("button", { type: "button", class: "button secondary", id: "explain-button" }, "Explain", h("span", { class: "cost", text: "free" }));
   const runButton = h("button", { type: "button", class: "button", id: "run-button" }, "Run query", h("span", { class: "cost", id: "run-cost" }));
-  const syncCost = () => (runButton.querySelector(".cost").textContent = `spends ε ${epsilon.value || "?"}`);
+  const syncCost = () => {
+    const wanted = target.value.trim();
+    epsilon.disabled = Boolean(wanted);
+    runButton.querySelector(".cost").textContent = wanted ? `spends the ε for ± ${wanted}` : `spends ε ${epsilon.value || "?"}`;
+  };
   epsilon.addEventListener("input", syncCost);
+  target.addEventListener("input", syncCost);
   syncCost();
 
   const body = () => {
     const out = { sql: ed.area.value, confidence: Number(confidence.value) };
-    if (epsilon.value.trim()) out.epsilon = epsilon.value.trim();
+    if (target.value.trim()) out.target_error = target.value.trim();
+    else if (epsilon.value.trim()) out.epsilon = epsilon.value.trim();
     if (delta.value.trim()) out.delta = delta.value.trim();
     return out;
   };
@@ -359,11 +389,11 @@ export async function queryPage(root, params) {
         h(
           "section",
           { class: "card", "aria-label": "Query editor" },
-          h("div", { class: "row", style: "margin-bottom:0.9rem" }, h("div", { class: "field" }, h("label", { for: "dataset", text: "Dataset" }), select), h("div", { class: "field narrow" }, h("label", { for: "epsilon", text: "ε to spend" }), epsilon), h("div", { class: "field tiny" }, h("label", { for: "delta", text: "δ" }), delta), h("div", { class: "field narrow" }, h("label", { for: "confidence", text: "Error bars" }), confidence)),
+          h("div", { class: "row", style: "margin-bottom:0.9rem" }, h("div", { class: "field" }, h("label", { for: "dataset", text: "Dataset" }), select), h("div", { class: "field narrow" }, h("label", { for: "epsilon", text: "ε to spend" }), epsilon), h("div", { class: "field narrow" }, h("label", { for: "target", text: "or target ±" }), target), h("div", { class: "field tiny" }, h("label", { for: "delta", text: "δ" }), delta), h("div", { class: "field narrow" }, h("label", { for: "confidence", text: "Error bars" }), confidence)),
           h("label", { for: "sql", text: "SQL" }),
           ed.node,
-          h("p", { class: "small muted", id: "epsilon-hint", style: "margin:0.5rem 0 0", text: "Smaller ε means more noise and less budget spent. δ is needed only to GROUP BY a column without public keys. COUNT, SUM and AVG; WHERE on any column." }),
-          h("div", { class: "examples", "aria-label": "Example queries" }, h("span", { class: "small muted", text: "Examples:" }), samples.map((sample) => h("button", { type: "button", class: "chip", onclick: () => { ed.area.value = sample.sql; epsilon.value = sample.epsilon; syncCost(); ed.area.dispatchEvent(new Event("input")); }, text: sample.label }))),
+          h("p", { class: "small muted", id: "epsilon-hint", style: "margin:0.5rem 0 0", text: "Smaller ε means more noise and less budget spent. Or give a target ±: the error every COUNT and SUM must meet at the chosen confidence; the smallest ε that meets it is spent. δ is needed only to GROUP BY a column without public keys. COUNT, SUM and AVG; WHERE on any column." }),
+          h("div", { class: "examples", "aria-label": "Example queries" }, h("span", { class: "small muted", text: "Examples:" }), samples.map((sample) => h("button", { type: "button", class: "chip", onclick: () => { ed.area.value = sample.sql; epsilon.value = sample.epsilon; target.value = ""; syncCost(); ed.area.dispatchEvent(new Event("input")); }, text: sample.label }))),
           h("div", { class: "actions" }, explainButton, runButton),
         ),
       ),
