@@ -98,6 +98,9 @@ def start_gateway(folder: Path, ledger: str) -> tuple[subprocess.Popen[str], str
     config.write_text(
         f'[gateway]\nlisten = "127.0.0.1:{port}"\nledger = "{ledger}"\n'
         "[limits]\nrequests_per_minute = 1000000\nburst = 100000\n"
+        # Throughput with every client's queries admitted (the running limit is measured by
+        # tests/server/test_load.py).
+        "concurrent_queries = 100000\nquery_workers = 8\n"
     )
     process = subprocess.Popen(
         [

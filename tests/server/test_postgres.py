@@ -51,7 +51,13 @@ def schema_url() -> Iterator[tuple[str, str]]:
 @pytest.fixture
 def pair(tmp_path: Path, schema_url: tuple[str, str]) -> Iterator[tuple[LiveGateway, LiveGateway]]:
     url, _ = schema_url
-    config = write_config(tmp_path / "gateway.toml", url, requests_per_minute=100_000, burst=10_000)
+    config = write_config(
+        tmp_path / "gateway.toml",
+        url,
+        requests_per_minute=100_000,
+        burst=10_000,
+        concurrent_queries=REQUESTS,
+    )
     first = LiveGateway(config, issue=("curator:root",))
     try:
         second = LiveGateway(config)

@@ -100,6 +100,19 @@ def test_the_demo_prints_tokens_that_work(tmp_path: Path, demo_catalog: Path) ->
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {curator}"}) as api:
             assert api.get("/v1/me").json()["role"] == "curator"
             assert httpx.get(console).status_code == 200
+            # The demo confines catalogs and their sources to its folder, and its host names.
+            outside = tmp_path / "outside.toml"
+            outside.write_text(
+                '[tables.t]\nsource = { csv = "/etc/passwd" }\nprivacy_unit = "row"\n'
+                'columns = { x = "int" }\n'
+            )
+            assert api.post("/v1/datasets", json={"catalog": str(outside)}).status_code == 400
+            inside = folder / "inside.toml"
+            inside.write_text(outside.read_text())
+            refused = api.post("/v1/datasets", json={"catalog": str(inside)})
+            assert refused.status_code == 400 and "outside" in refused.json()["error"]["message"]
+            assert "root:" not in refused.text
+            assert api.get("/v1/me", headers={"Host": "rebound.example"}).status_code == 421
     finally:
         process.terminate()
         process.wait(timeout=30)

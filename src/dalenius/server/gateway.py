@@ -12,7 +12,10 @@ granted is indistinguishable from one that does not exist. A curator sees every 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -129,6 +132,18 @@ def _planning(sql: str) -> Iterator[None]:
         ) from None
 
 
+def _lower_priority() -> None:
+    """Run this query-pool thread (and the engine threads it starts) at a lower CPU priority.
+
+    On Linux a thread has its own nice value, inherited by the threads it creates: a machine
+    busy with one analyst's slow queries then still gives the event loop and the sign-in
+    threads the CPU first, so other callers' requests are admitted and answered promptly.
+    """
+    # Not Linux, or not allowed: the pool works the same at normal priority.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
 class Gateway:
     """The gateway's state and operations for one process.
 
@@ -160,7 +175,9 @@ class Gateway:
         self.slots = Slots(limits.concurrent_queries)
         # Explain and query run on their own threads, sign-in on others: a principal's slow
         # queries can fill only the query pool, never the threads that admit other requests.
-        self.query_pool = ThreadPoolExecutor(limits.query_workers, "dalenius-query")
+        self.query_pool = ThreadPoolExecutor(
+            limits.query_workers, "dalenius-query", initializer=_lower_priority
+        )
         self.sign_in_pool = ThreadPoolExecutor(4, "dalenius-sign-in")
 
     # -- authentication ----------------------------------------------------------------------

@@ -32,12 +32,21 @@ _CONFIG_TEXT = """\
 listen = "127.0.0.1:8000"
 ledger = "gateway.sqlite"      # budgets, charges and the audit trail
 # state: analysts, token hashes, grants and datasets; by default in the ledger's database
+catalog_root = "."             # catalogs may be registered only from this folder
+data_root = "."                # and may read only files in it (symbolic links resolved)
+allowed_hosts = ["localhost", "127.0.0.1", "::1"]   # add this machine's name to serve others
 
 [limits]
 max_request_bytes = 65536
 requests_per_minute = 600
 burst = 60
 """
+
+
+def _unconfined_demo(path: Path) -> bool:
+    """Whether ``path`` is a demo configuration written by an earlier version, without a data root."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return text.startswith("# The demo gateway, written by") and "data_root" not in text
 
 
 def _say(text: str = "") -> None:
@@ -52,7 +61,7 @@ def prepare_demo(directory: Path, listen: str | None = None) -> Gateway:
         _say(f"Writing the synthetic census to {directory}/ ...")
         write_demo(directory)
     config_path = directory / DEMO_CONFIG
-    if not config_path.exists():
+    if not config_path.exists() or _unconfined_demo(config_path):
         config_path.write_text(_CONFIG_TEXT, encoding="utf-8")
     gateway = Gateway(with_listen(load_config(config_path), listen))
     try:
