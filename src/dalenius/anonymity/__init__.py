@@ -26,6 +26,7 @@ from dalenius.anonymity.models import (
     TCloseness,
 )
 from dalenius.anonymity.report import Report
+from dalenius.anonymity.risk import RiskReport, risk, zayatz_population_uniques
 
 __all__ = [
     "AlphaKAnonymity",
@@ -41,10 +42,13 @@ __all__ = [
     "RecursiveCLDiversity",
     "Release",
     "Report",
+    "RiskReport",
     "TCloseness",
     "UnsatisfiableError",
     "anonymize",
     "check",
     "load_config",
     "parse_config",
+    "risk",
+    "zayatz_population_uniques",
 ]

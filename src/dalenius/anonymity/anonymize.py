@@ -32,11 +32,12 @@ from dalenius.anonymity.hierarchy import Hierarchy
 from dalenius.anonymity.lattice import Evaluator, NodeResult, Progress, search
 from dalenius.anonymity.metrics import METRICS, average_class_size, cost_tables, node_loss
 from dalenius.anonymity.models import ClassStats, KAnonymity, Model, Sensitive
+from dalenius.anonymity.mondrian import mondrian_release
 from dalenius.anonymity.report import Report
 from dalenius.anonymity.source import SOURCE_TABLE, Loaded, check_distinct, load, quote
 from dalenius.core.errors import ConfigurationError, InternalError, UserError
 
-ALGORITHMS = ("lattice",)
+ALGORITHMS = ("lattice", "mondrian")
 MONDRIAN_MODES = ("strict", "relaxed")
 OUTPUT_FORMATS = (".parquet", ".csv")
 
@@ -217,8 +218,8 @@ def anonymize(
         table, report_parts = _lattice_release(
             loaded, enc, chosen, metric, suppression_limit, ids, progress
         )
-    else:  # pragma: no cover - ALGORITHMS lists only the lattice search
-        raise ConfigurationError(f"unknown algorithm {algorithm!r}.")
+    else:
+        table, report_parts = mondrian_release(loaded, enc, chosen, mondrian, ids)
     released = _verify(
         loaded, chosen, table, qis, sens, sensitive_totals(loaded, sens, ordered_set)
     )

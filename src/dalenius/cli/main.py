@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dalenius import __version__
 from dalenius.cli import (
     accuracy_cmd,
+    anonymity_cmd,
     budget_cmd,
     calibrate_cmd,
     demo_cmd,
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cmd.register(sub)
     serve_cmd.register(sub)
     density_cmd.register(sub)
+    anonymity_cmd.register(sub)
     calibrate_cmd.register(sub)
     return parser
 
