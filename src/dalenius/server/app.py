@@ -33,7 +33,7 @@ from dalenius.server.errors import (
 )
 from dalenius.server.gateway import Gateway
 from dalenius.server.middleware import GatewayMiddleware, SignInMiddleware
-from dalenius.server.routes import analyst, curator
+from dalenius.server.routes import analyst, curator, ldp
 from dalenius.server.startup import issue_from_environment, prepare_demo
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -128,6 +128,7 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
     app.state.gateway = service
     app.include_router(analyst.router)
     app.include_router(curator.router)
+    app.include_router(ldp.router)
     app.add_exception_handler(DaleniusError, _dalenius_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
@@ -137,7 +138,12 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
     def root() -> RedirectResponse:
         return RedirectResponse("/console/")
 
-    app.add_middleware(SignInMiddleware, gateway=service, curator_routes=curator.router.routes)
+    app.add_middleware(
+        SignInMiddleware,
+        gateway=service,
+        curator_routes=curator.router.routes,
+        device_routes=ldp.device_routes(),
+    )
     app.add_middleware(
         GatewayMiddleware,
         max_body=service.config.limits.max_request_bytes,

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -202,17 +202,32 @@ class SignInMiddleware:
         app: the application it wraps.
         gateway: whose store and rate limits decide.
         curator_routes: the routes only curators may use.
+        device_routes: routes that authenticate by a key of their own (local-DP devices
+            submitting reports), not by a principal's token; they are passed through.
     """
 
-    def __init__(self, app: ASGIApp, *, gateway: Gateway, curator_routes: list[BaseRoute]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        gateway: Gateway,
+        curator_routes: list[BaseRoute],
+        device_routes: Sequence[BaseRoute] = (),
+    ) -> None:
         self.app = app
         self.gateway = gateway
         self.curator_routes = curator_routes
+        self.device_routes = list(device_routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Sign the request in, or answer its refusal."""
         path = str(scope.get("path", ""))
-        if scope["type"] != "http" or not path.startswith("/v1/") or path == OPENAPI_PATH:
+        if (
+            scope["type"] != "http"
+            or not path.startswith("/v1/")
+            or path == OPENAPI_PATH
+            or any(route.matches(scope)[0] == Match.FULL for route in self.device_routes)
+        ):
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})

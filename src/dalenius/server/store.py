@@ -164,6 +164,11 @@ class StateStore:
         self._db: Backend = open_backend(url)
         self._create_tables()
 
+    @property
+    def backend(self) -> Backend:
+        """The database connection pool (shared with the local-DP collection store)."""
+        return self._db
+
     def _create_tables(self) -> None:
         time = 'TEXT COLLATE "C"' if self._db.dialect == "postgres" else "TEXT"
         ddl = [
