@@ -109,3 +109,93 @@ def test_two_processes_share_principals_tokens_and_budgets(
         assert ledger.verify() == []
     finally:
         ledger.close()
+
+
+def test_a_postgresql_catalog_is_served_on_postgresql(
+    tmp_path: Path, schema_url: tuple[str, str]
+) -> None:
+    """The gateway opens each dataset on the engine its catalog names, not always DuckDB."""
+    from tests.server.helpers import build_site
+
+    from dalenius.executors.postgres import PostgresExecutor
+    from dalenius.server.config import GatewayConfig, Limits
+
+    _, schema = schema_url
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("CREATE TABLE {}.people (age int, sex text)").format(sql.Identifier(schema))
+        )
+        admin.execute(
+            sql.SQL(
+                "INSERT INTO {}.people SELECT g % 90, CASE WHEN g % 2 = 0 THEN 'F' ELSE 'M' END "
+                "FROM generate_series(1, 2000) g"
+            ).format(sql.Identifier(schema))
+        )
+    catalog = tmp_path / "pg.toml"
+    catalog.write_text(
+        f'[dataset]\nname = "census"\nengine = "postgres"\n[tables.people]\n'
+        f'source = {{ postgres = "{PG_URL}", table = "{schema}.people" }}\nprivacy_unit = "row"\n'
+        '[tables.people.columns]\nage = { type = "int", bounds = [0, 100] }\n'
+        'sex = { type = "str", keys = ["F", "M"] }\n'
+    )
+    site = build_site(GatewayConfig(limits=Limits(query_seconds=5)), catalog)
+    try:
+        opened = site.gateway.open(site.gateway.store.authenticate(site.analyst), "census")
+        assert isinstance(opened.executor, PostgresExecutor)
+        assert opened.executor.time_limit == 5
+        answer = site.client.post(
+            "/v1/datasets/census/query",
+            headers=site.as_(site.analyst),
+            json={"sql": "SELECT sex, COUNT(*) FROM people GROUP BY sex", "epsilon": 1},
+        )
+        assert answer.status_code == 200, answer.text
+        counts = [row[1]["value"] for row in answer.json()["rows"]]
+        assert all(abs(c - 1000) < 100 for c in counts), counts
+    finally:
+        site.client.close()
+        site.gateway.close()
+
+
+def test_postgresql_stops_a_query_at_its_time_limit(
+    tmp_path: Path, schema_url: tuple[str, str]
+) -> None:
+    from dalenius.core.catalog import parse_catalog
+    from dalenius.core.errors import ExecutionError
+    from dalenius.executors.postgres import PostgresExecutor
+
+    _, schema = schema_url
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE TABLE {}.t (x int)").format(sql.Identifier(schema)))
+    catalog = parse_catalog(
+        f'[tables.t]\nsource = {{ postgres = "{PG_URL}", table = "{schema}.t" }}\n'
+        'privacy_unit = "row"\ncolumns = { x = { type = "int", bounds = [0, 9] } }'
+    )
+    executor = PostgresExecutor(catalog)
+    executor.time_limit = 0.3
+    try:
+        with pytest.raises(ExecutionError, match="time limit"):
+            executor.fetch("SELECT pg_sleep(5)")
+        assert executor.fetch("SELECT 1 + 1") == [(2,)]
+    finally:
+        executor.close()
+
+
+def test_two_processes_share_the_rate_limits(tmp_path: Path, schema_url: tuple[str, str]) -> None:
+    url, _ = schema_url
+    config = write_config(tmp_path / "gateway.toml", url, requests_per_minute=60, burst=4)
+    first = LiveGateway(config, issue=("analyst:alice",))
+    try:
+        second = LiveGateway(config)
+        try:
+            token = first.tokens["alice"]
+            with first.client(token) as a, second.client(token) as b:
+                codes = [(a if i % 2 else b).get("/v1/me").status_code for i in range(6)]
+            assert codes == [200, 200, 200, 200, 429, 429]
+            # The failed-sign-in throttle, per address, is shared the same way.
+            with first.client("dlt_bad_guess") as a, second.client("dlt_bad_guess") as b:
+                codes = [(a if i % 2 else b).get("/v1/me").status_code for i in range(6)]
+            assert codes == [401, 401, 401, 401, 429, 429]
+        finally:
+            second.stop()
+    finally:
+        first.stop()
