@@ -15,6 +15,7 @@ from dalenius.cli import (
     calibrate_cmd,
     demo_cmd,
     density_cmd,
+    ldp_cmd,
     ledger_cmd,
     query_cmd,
     serve_cmd,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.register(sub)
     density_cmd.register(sub)
     anonymity_cmd.register(sub)
+    ldp_cmd.register(sub)
     calibrate_cmd.register(sub)
     return parser
 

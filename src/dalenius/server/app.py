@@ -141,7 +141,7 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
     app.add_middleware(
         SignInMiddleware,
         gateway=service,
-        curator_routes=curator.router.routes,
+        curator_routes=[*curator.router.routes, *ldp.curator_routes()],
         device_routes=ldp.device_routes(),
     )
     app.add_middleware(

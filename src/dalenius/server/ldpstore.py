@@ -166,22 +166,27 @@ class LdpStore:
 
     def check_key(self, name: str, key: str | None) -> CollectionSpec:
         """The collection's spec if ``key`` is its submission key (else 401; unknown name: 404)."""
+        missing = AuthenticationError(
+            "A report needs the collection's submission key.",
+            why="only clients the curator enrolled may add reports.",
+            fix="send the key given when the collection was created in X-Collection-Key.",
+        )
+        if not key:
+            raise missing
         spec = self.spec(name)
         with self._db.transaction(write=False) as tx:
             rows = tx.run("SELECT key_hash FROM dalenius_ldp_collections WHERE name = ?", (name,))
-        if not key or not hmac.compare_digest(_hash(key), str(rows[0][0])):
-            raise AuthenticationError(
-                "A report needs the collection's submission key.",
-                why="only clients the curator enrolled may add reports.",
-                fix="send the key given when the collection was created in X-Collection-Key.",
-            )
+        if not hmac.compare_digest(_hash(key), str(rows[0][0])):
+            raise missing
         return spec
 
     # -- reports ---------------------------------------------------------------------------------
 
-    def submit(self, name: str, key: str | None, batch: list[Submission]) -> dict[str, Any]:
-        """Validate every report, then store the new ones and update their clients' lifetime ε."""
-        spec = self.check_key(name, key)
+    def submit(self, name: str, spec: CollectionSpec, batch: list[Submission]) -> dict[str, Any]:
+        """Validate every report, then store the new ones and update their clients' lifetime ε.
+
+        ``spec`` comes from :meth:`check_key` (the caller's key was checked).
+        """
         if not 1 <= len(batch) <= MAX_BATCH:
             raise ConfigurationError(f"a submission carries 1 to {MAX_BATCH} reports.")
         canonical = [self._checked(spec, i, item) for i, item in enumerate(batch)]

@@ -18,7 +18,7 @@ from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 from starlette.routing import BaseRoute
 
-from dalenius.ldp.collection import PROTOCOLS
+from dalenius.ldp.collection import PROTOCOLS, CollectionSpec
 from dalenius.server.ldpstore import MAX_BATCH, LdpStore, Submission
 from dalenius.server.models import TEXT_PATTERN, Number
 from dalenius.server.routes.deps import (
@@ -30,7 +30,7 @@ from dalenius.server.routes.deps import (
     single_query_values,
 )
 
-router = APIRouter(prefix="/v1/ldp", tags=["ldp"])
+router = APIRouter(prefix="/v1/ldp")
 
 Label = Annotated[str, Field(max_length=200, pattern=TEXT_PATTERN)]
 Real = StrictFloat | StrictInt
@@ -172,6 +172,17 @@ def store(request: Request, gateway: GatewayDep) -> LdpStore:
 
 
 StoreDep = Annotated[LdpStore, Depends(store)]
+
+
+def device(name: PathName, ldp: StoreDep, key: KeyHeader = None) -> CollectionSpec:
+    """The collection a device's key opens (401 without a key or with a wrong one; 404 unknown).
+
+    A dependency, so the key is checked before the body is read.
+    """
+    return ldp.check_key(name, key)
+
+
+DeviceDep = Annotated[CollectionSpec, Depends(device)]
 Confidence = Annotated[float, Query(gt=0, lt=1, description="Confidence of the error bars.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="The most clients to return.")]
 
@@ -182,6 +193,7 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="The most clients to ret
     response_model=CreatedCollection,
     responses=errors(403, 409),
     operation_id="create_ldp_collection",
+    tags=["curator", "ldp"],
     dependencies=[Depends(single_query_values)],
 )
 def create_collection(body: CollectionRequest, caller: CuratorDep, ldp: StoreDep) -> dict[str, Any]:
@@ -195,6 +207,7 @@ def create_collection(body: CollectionRequest, caller: CuratorDep, ldp: StoreDep
     response_model=CollectionList,
     responses=errors(),
     operation_id="list_ldp_collections",
+    tags=["analyst", "ldp"],
     dependencies=[Depends(single_query_values)],
 )
 def list_collections(caller: CallerDep, ldp: StoreDep) -> dict[str, Any]:
@@ -207,6 +220,7 @@ def list_collections(caller: CallerDep, ldp: StoreDep) -> dict[str, Any]:
     response_model=CollectionInfo,
     responses=errors(404),
     operation_id="get_ldp_collection",
+    tags=["analyst", "ldp"],
     dependencies=[Depends(single_query_values)],
 )
 def get_collection(name: PathName, caller: CallerDep, ldp: StoreDep) -> dict[str, Any]:
@@ -219,10 +233,11 @@ def get_collection(name: PathName, caller: CallerDep, ldp: StoreDep) -> dict[str
     response_model=dict[str, Any],
     responses=errors(404),
     operation_id="get_ldp_parameters",
+    tags=["device", "ldp"],
 )
-def parameters(name: PathName, ldp: StoreDep, key: KeyHeader = None) -> dict[str, Any]:
+def parameters(spec: DeviceDep) -> dict[str, Any]:
     """What a device needs to encode its reports (authenticated by the submission key)."""
-    return ldp.check_key(name, key).client_parameters()
+    return spec.client_parameters()
 
 
 @router.post(
@@ -230,13 +245,12 @@ def parameters(name: PathName, ldp: StoreDep, key: KeyHeader = None) -> dict[str
     response_model=SubmitResult,
     responses=errors(404, 409),
     operation_id="submit_ldp_reports",
+    tags=["device", "ldp"],
 )
-def submit(
-    name: PathName, body: SubmitRequest, ldp: StoreDep, key: KeyHeader = None
-) -> dict[str, Any]:
+def submit(name: PathName, spec: DeviceDep, body: SubmitRequest, ldp: StoreDep) -> dict[str, Any]:
     """Add already-randomised reports; all are validated before any is stored."""
     batch = [Submission(r.client, r.report_id, r.memo, r.report) for r in body.reports]
-    return ldp.submit(name, key, batch)
+    return ldp.submit(name, spec, batch)
 
 
 @router.get(
@@ -244,6 +258,7 @@ def submit(
     response_model=Estimates,
     responses=errors(404),
     operation_id="get_ldp_estimates",
+    tags=["analyst", "ldp"],
     dependencies=[Depends(single_query_values)],
 )
 def estimates(
@@ -258,6 +273,7 @@ def estimates(
     response_model=ClientList,
     responses=errors(403, 404),
     operation_id="list_ldp_clients",
+    tags=["curator", "ldp"],
     dependencies=[Depends(single_query_values)],
 )
 def clients(
@@ -265,6 +281,11 @@ def clients(
 ) -> dict[str, Any]:
     """Each client's lifetime ε in the collection (largest first)."""
     return {"clients": ldp.clients(name, limit)}
+
+
+def curator_routes() -> list[BaseRoute]:
+    """The routes only curators may use."""
+    return [r for r in router.routes if "curator" in getattr(r, "tags", ())]
 
 
 def device_routes() -> list[BaseRoute]:

@@ -1,0 +1,266 @@
+"""``dalenius ldp``: simulate local protocols, pick one, and read a gateway collection's estimates.
+
+* ``simulate`` — true vs estimated frequencies for simulated clients, the error against the
+  closed-form variance, optionally a PNG plot (the ``plot`` extra installs matplotlib); a
+  progress bar on standard error for long runs. Simulated reports use a seeded generator and never
+  leave the process; real clients always use the OS generator.
+* ``pick`` — which frequency oracle has the smallest variance for a domain size and ε.
+* ``estimates`` — a gateway collection's estimates with error bars (HTTP, with an API token).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dalenius.cli.common import EXIT_OK, add_json_option, emit_json
+from dalenius.core.errors import ConfigurationError, MissingExtraError, UserError
+from dalenius.ldp.choose import FACTORIES, make_oracle
+from dalenius.ldp.simulate import DISTRIBUTIONS, SimulationResult, simulate
+
+
+def _count(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return int(value)
+
+
+def register(sub: Any) -> None:
+    """Add ``dalenius ldp simulate|pick|estimates``."""
+    parser = sub.add_parser(
+        "ldp",
+        help="local differential privacy: simulate protocols, read collections",
+        description="Local differential privacy: simulate a protocol, pick one, read estimates.",
+    )
+    actions = parser.add_subparsers(dest="ldp_command", metavar="ACTION", required=True)
+
+    sim = actions.add_parser(
+        "simulate",
+        help="true vs estimated frequencies for simulated clients",
+        description="Simulate clients of a frequency oracle: true vs estimated counts, error vs theory.",
+    )
+    sim.add_argument(
+        "--protocol", default="olh", choices=[*FACTORIES, "best"], help="the frequency oracle"
+    )
+    sim.add_argument("--epsilon", required=True, help="ε of one report (> 0)")
+    sim.add_argument("--users", type=_count, default=100_000, help="clients (1e6 accepted)")
+    sim.add_argument("--domain", type=_count, default=1000, help="number of values d (>= 2)")
+    sim.add_argument("--dist", default="zipf", choices=DISTRIBUTIONS, help="the true distribution")
+    sim.add_argument("--seed", type=int, default=None, help="seed of the data and the simulation")
+    sim.add_argument("--top", type=int, default=10, help="rows of the table (most frequent values)")
+    sim.add_argument("--confidence", type=float, default=0.95, help="confidence of the error bars")
+    sim.add_argument("--plot", default=None, metavar="PNG", help="write a plot to this PNG file")
+    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_option(sim)
+    sim.set_defaults(func=run_simulate)
+
+    pick = actions.add_parser(
+        "pick",
+        help="the frequency oracle with the smallest variance for (d, ε)",
+        description="Compare every frequency oracle's variance per report for a domain and ε.",
+    )
+    pick.add_argument("--domain", type=_count, required=True, help="number of values d (>= 2)")
+    pick.add_argument("--epsilon", required=True, help="ε of one report (> 0)")
+    add_json_option(pick)
+    pick.set_defaults(func=run_pick)
+
+    est = actions.add_parser(
+        "estimates",
+        help="a gateway collection's estimates with error bars",
+        description="Read a local-DP collection's estimates from a running gateway.",
+    )
+    est.add_argument("name", help="the collection")
+    est.add_argument("--url", required=True, help="the gateway's base URL (http://host:port)")
+    est.add_argument("--token", required=True, help="an analyst's or curator's API token")
+    est.add_argument("--confidence", type=float, default=0.95, help="confidence of the error bars")
+    add_json_option(est)
+    est.set_defaults(func=run_estimates)
+
+
+class _Progress:
+    """A one-line progress bar on standard error."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = round(width * done / total)
+        bar = "#" * filled + "-" * (width - filled)
+        print(f"\r[{bar}] {done:,}/{total:,} clients", end="", file=sys.stderr, flush=True)
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            print(file=sys.stderr, flush=True)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """``dalenius ldp simulate``."""
+    if not 0 < args.confidence < 1:
+        raise ConfigurationError(f"--confidence must be in (0, 1), got {args.confidence}.")
+    if args.plot:
+        _matplotlib()  # refuse before the run, not after
+    progress = _Progress(not args.no_progress and not args.json and args.users >= 200_000)
+    result = simulate(
+        args.protocol,
+        args.epsilon,
+        users=args.users,
+        domain=args.domain,
+        dist=args.dist,
+        seed=args.seed,
+        confidence=args.confidence,
+        progress=progress,
+    )
+    progress.finish()
+    if args.plot:
+        _plot(result, Path(args.plot), args.top)
+    if args.json:
+        out = result.summary()
+        out["top"] = _top_rows(result, args.top)
+        emit_json(out)
+        return EXIT_OK
+    s = result.summary()
+    print(
+        f"{result.protocol}: ε = {result.epsilon:.6g}, {result.users:,} simulated clients, "
+        f"d = {result.domain}, {args.dist}"
+    )
+    print(f"{'value':>8} {'true':>12} {'estimate':>12} {'± error bar':>12}")
+    for row in _top_rows(result, args.top):
+        print(
+            f"{row['value']:>8} {row['true']:>12,} {row['estimate']:>12,.1f} {row['half_width']:>12,.1f}"
+        )
+    print(
+        f"MSE {s['mse']:.6g} (theory {s['theory_mse']:.6g}, ratio {s['mse_ratio']:.4f}); "
+        f"max |error| {s['max_abs_error']:.6g}; {100 * float(s['coverage']):.1f}% of the "  # type: ignore[arg-type]
+        f"values inside their {100 * result.confidence:g}% error bars; {result.seconds:.2f} s"
+    )
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return EXIT_OK
+
+
+def _top_rows(result: SimulationResult, top: int) -> list[dict[str, Any]]:
+    order = np.argsort(-result.true_counts, kind="stable")[: max(top, 0)]
+    return [
+        {
+            "value": int(v),
+            "true": int(result.true_counts[v]),
+            "estimate": float(result.estimates[v]),
+            "half_width": float(result.half_width[v]),
+        }
+        for v in order
+    ]
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingExtraError("matplotlib", "plot", "Plotting a simulation") from None
+    return plt
+
+
+def _plot(result: SimulationResult, path: Path, top: int) -> None:
+    plt = _matplotlib()
+    shown = max(top, 30)
+    order = np.argsort(-result.true_counts, kind="stable")[:shown]
+    x = np.arange(order.size)
+    n = result.users
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ax.bar(x, result.true_counts[order] / n, color="#c8d6e5", label="true frequency")
+    ax.errorbar(
+        x,
+        result.estimates[order] / n,
+        yerr=result.half_width[order] / n,
+        fmt="o",
+        color="#222f3e",
+        markersize=3,
+        label=f"estimate ± {100 * result.confidence:g}% error bar",
+    )
+    ax.set_xlabel("values, most frequent first")
+    ax.set_ylabel("frequency")
+    ax.set_title(f"{result.protocol}, ε = {result.epsilon:.3g}, {n:,} clients, d = {result.domain}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run_pick(args: argparse.Namespace) -> int:
+    """``dalenius ldp pick``."""
+    rows = []
+    for name in FACTORIES:
+        try:
+            oracle = make_oracle(name, args.domain, args.epsilon)
+        except ConfigurationError as error:
+            if "at least 2" in error.what or "epsilon" in error.what:
+                raise
+            continue
+        rows.append((oracle.variance_per_report(), name))
+    rows.sort()
+    from dalenius.ldp.choose import best_oracle
+
+    best = best_oracle(args.domain, args.epsilon).name
+    if args.json:
+        emit_json({"best": best, "variance_per_report": {n: v for v, n in rows}})
+        return EXIT_OK
+    print(f"d = {args.domain}, ε = {args.epsilon}: use {best}")
+    for variance, name in rows:
+        print(f"  {name:>4}  variance per report {variance:.6g}")
+    return EXIT_OK
+
+
+def run_estimates(args: argparse.Namespace) -> int:
+    """``dalenius ldp estimates``."""
+    query = urllib.parse.urlencode({"confidence": args.confidence})
+    name = urllib.parse.quote(args.name, safe="")
+    url = f"{args.url.rstrip('/')}/v1/ldp/collections/{name}/estimates?{query}"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {args.token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            body = json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        detail = json.loads(error.read() or b"{}").get("error", {})
+        raise UserError(
+            f"the gateway refused: {detail.get('message', error.reason)}", fix=detail.get("fix")
+        ) from None
+    except urllib.error.URLError as error:
+        raise ConfigurationError(
+            f"cannot reach the gateway at {args.url}: {error.reason}.",
+            fix="check --url and that `dalenius serve` is running.",
+        ) from None
+    if args.json:
+        emit_json(body)
+        return EXIT_OK
+    print(f"{body['collection']} ({body['protocol']}): {body['reports']:,} reports")
+    if body["kind"] == "mean":
+        if body["mean"] is None:
+            print("no reports yet")
+        else:
+            print(f"mean {body['mean']:.6g}  [{body['lower']:.6g}, {body['upper']:.6g}]")
+        return EXIT_OK
+    print(f"{'value':<24} {'estimate':>12} {'lower':>12} {'upper':>12}")
+    for row in body["rows"]:
+        print(
+            f"{row['value']:<24} {row['estimate']:>12,.1f} {row['lower']:>12,.1f} {row['upper']:>12,.1f}"
+        )
+    return EXIT_OK
