@@ -95,7 +95,7 @@ def test_query_targets_are_met_minimally_per_measurement(session: Session) -> No
         assert m.epsilon == share
         assert F(m.error).limit_denominator() <= target
     for t in allocation.targets:
-        assert t.error <= t.target < t.error_below
+        assert t.error_below is not None and t.error <= t.target < t.error_below
     # The released intervals have exactly the targeted half-widths (at most).
     result = session.query(GROUPED, target_error={"n": 20, "gain": 400_000}, confidence=0.9)
     assert result.loss == PureDP(allocation.epsilon)
@@ -187,3 +187,13 @@ def _scaled(target: object, factor: Fraction) -> object:
     if isinstance(target, dict):
         return {k: F(v) * factor for k, v in target.items()}
     return F(target) * factor  # type: ignore[arg-type]
+
+
+def test_a_target_looser_than_the_largest_noise_gets_the_noise_floor(session: Session) -> None:
+    sql = "SELECT COUNT(*) AS n, SUM(capital_gain) AS gain FROM adult"
+    explained = session.explain(sql, target_error={"n": "1e-400", "gain": "1e29"})
+    assert explained.accuracy is not None
+    by = {t.output: t for t in explained.accuracy.targets}
+    assert by["n"].error == 0 and by["n"].error_below is not None and by["n"].error_below > 0
+    assert by["gain"].error <= F(10) ** 29 and by["gain"].error_below is None
+    assert "noise floor" in str(explained)

@@ -222,7 +222,7 @@ class AggregateTarget:
     target: Fraction
     epsilon: Fraction
     error: Fraction
-    error_below: Fraction
+    error_below: Fraction | None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -235,7 +235,10 @@ class AggregateTarget:
             "epsilon": float(self.epsilon),
             "epsilon_exact": f"{self.epsilon.numerator}/{self.epsilon.denominator}",
             "error": float(self.error),
-            "error_at_99_percent_of_epsilon": float(self.error_below),
+            # None at the noise floor: 1% less ε would need a noise scale above 2**40.
+            "error_at_99_percent_of_epsilon": (
+                None if self.error_below is None else float(self.error_below)
+            ),
         }
 
 
@@ -266,6 +269,14 @@ class Allocation:
             "targets": [t.to_dict() for t in self.targets],
             "notes": list(self.notes),
         }
+
+
+def _error_below(m: Measurement, share: Fraction, confidence: float) -> Fraction | None:
+    """The error bar at 99% of ``share``; ``None`` when that ε is below the noise floor."""
+    less = share * Fraction(99, 100)
+    if m.sensitivity_units == 0 or Fraction(m.sensitivity_units) / less > MAX_SCALE:
+        return None
+    return error_at(m, less, confidence)
 
 
 def _outputs_by_aggregate(plan: DPQuery) -> dict[int, str]:
@@ -352,7 +363,7 @@ def allocate(plan: DPQuery, targets: Targets, confidence: float) -> Allocation:
                 target=target,
                 epsilon=share,
                 error=error_at(m, share, confidence),
-                error_below=error_at(m, share * Fraction(99, 100), confidence),
+                error_below=_error_below(m, share, confidence),
             )
         )
     notes = _untargeted(plan, shares)

@@ -141,7 +141,11 @@ def _accuracy_lines(allocation: Allocation | None, pct: str) -> list[str]:
     for t in allocation.targets:
         lines.append(
             f"  {t.output:<28} target {t.asked:<18} → ε {_g(t.epsilon):>10}, error ±{_g(t.error)}"
-            f" (ε − 1% gives ±{_g(t.error_below)})"
+            + (
+                f" (ε − 1% gives ±{_g(t.error_below)})"
+                if t.error_below is not None
+                else " (at the noise floor: less ε is not drawn)"
+            )
         )
     for note in allocation.notes:
         lines.append(f"  note: {note}")
