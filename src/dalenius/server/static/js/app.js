@@ -9,6 +9,7 @@ import { analystsPage } from "./admin-analysts.js";
 import { budgetsPage } from "./admin-budgets.js";
 import { ledgerPage } from "./admin-ledger.js";
 import { adminDatasetsPage } from "./admin-datasets.js";
+import { ldpPage } from "./ldp.js";
 
 export const state = { me: null };
 
@@ -16,6 +17,7 @@ const PAGES = {
   "/query": { title: "Ask a query", render: queryPage },
   "/datasets": { title: "Datasets", render: datasetsPage },
   "/budget": { title: "Budget & history", render: budgetPage },
+  "/ldp": { title: "Local DP", render: ldpPage },
   "/admin/analysts": { title: "Analysts & tokens", render: analystsPage, curator: true },
   "/admin/budgets": { title: "Budgets", render: budgetsPage, curator: true },
   "/admin/datasets": { title: "Manage datasets", render: adminDatasetsPage, curator: true },
@@ -35,7 +37,7 @@ function renderNav(current) {
   clear(nav);
   const link = (path) =>
     h("a", { href: `#${path}`, "aria-current": current === path ? "page" : null, text: PAGES[path].title });
-  nav.append(h("div", { class: "group" }, h("p", { class: "group-title", text: "Analysis" }), link("/query"), link("/datasets"), link("/budget")));
+  nav.append(h("div", { class: "group" }, h("p", { class: "group-title", text: "Analysis" }), link("/query"), link("/datasets"), link("/budget"), link("/ldp")));
   if (state.me && state.me.role === "curator") {
     nav.append(
       h(
