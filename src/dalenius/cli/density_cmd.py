@@ -81,7 +81,8 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run_density)
 
 
-def _budget(args: argparse.Namespace) -> object:
+def budget_from_args(args: argparse.Namespace) -> object:
+    """The budget that ``--budget``, ``--budget-delta`` or ``--budget-rho`` give, if any."""
     if args.budget_rho is not None:
         return ZCDP(as_fraction(args.budget_rho, "budget-rho"))
     if args.budget_delta is not None:
@@ -102,7 +103,7 @@ def run_density(args: argparse.Namespace) -> int:
         _require_matplotlib()
     with connect(
         args.catalog,
-        budget=_budget(args),
+        budget=budget_from_args(args),
         ledger=args.ledger or default_ledger(),
         analyst=args.analyst,
         confidence=args.confidence,

@@ -15,6 +15,7 @@ from dalenius.cli import (
     calibrate_cmd,
     demo_cmd,
     density_cmd,
+    hierarchy_cmd,
     ldp_cmd,
     ledger_cmd,
     query_cmd,
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     density_cmd.register(sub)
     anonymity_cmd.register(sub)
     ldp_cmd.register(sub)
+    hierarchy_cmd.register(sub)
     calibrate_cmd.register(sub)
     return parser
 

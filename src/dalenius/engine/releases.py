@@ -20,11 +20,13 @@ from dalenius.core.errors import InternalError, UserError
 from dalenius.core.rng import system_random
 from dalenius.ledger.base import CachedAnswer, ChargeRequest
 from dalenius.releases.density import DensityPlan, DensityRelease
+from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRelease
 
 if TYPE_CHECKING:
     from dalenius.engine.session import Session
 
 DENSITY_FORMAT = "density-1"
+HIERARCHY_FORMAT = "hierarchy-1"
 SALT_LIMIT = 2**31
 
 
@@ -70,6 +72,48 @@ def run_density(
     release = plan.finish(total, bins, confidence)
     entry_id = session.ledger.commit(outcome, _encode(release))
     return release, False, entry_id
+
+
+def describe_hierarchy(plan: HierarchyPlan) -> str:
+    """The audit trail's text for a hierarchical release."""
+    req = plan.request
+    where = f" WHERE {req.where}" if req.where else ""
+    return f"HIERARCHY({' > '.join(req.levels)}) FROM {req.table}{where}"
+
+
+def run_hierarchy(
+    session: Session,
+    plan: HierarchyPlan,
+    *,
+    confidence: float,
+    idempotency_key: str | None,
+) -> tuple[HierarchyRelease, bool, str]:
+    """Charge, compute and record a hierarchical release; return it, whether cached, its entry."""
+    versions = "|".join(session.executor.data_version(t) for t in plan.tables)
+    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{HIERARCHY_FORMAT}".encode()).hexdigest()
+    request = ChargeRequest(
+        principal=session.analyst,
+        dataset=session.dataset,
+        loss=plan.loss,
+        request_key=key,
+        sql=describe_hierarchy(plan),
+        plan_hash=plan.fingerprint(),
+        idempotency_key=idempotency_key,
+    )
+    outcome = session.ledger.reserve(request)
+    if isinstance(outcome, CachedAnswer):
+        doc = json.loads(outcome.answer)
+        if doc.get("format") != HIERARCHY_FORMAT:
+            raise InternalError("the ledger's record of this release has an unknown format")
+        noisy = np.asarray(doc["noisy"], dtype=np.int64)
+        return plan.finish(noisy, confidence), True, outcome.entry_id
+    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+    statement = plan.sql(session.executor.dialect, salt).main
+    rows = session.read_exact(outcome, plan.tables, lambda fetch: fetch(statement))
+    noisy = plan.measure(plan.leaf_counts(rows))
+    answer = json.dumps({"format": HIERARCHY_FORMAT, "noisy": [int(v) for v in noisy]})
+    entry_id = session.ledger.commit(outcome, answer)
+    return plan.finish(noisy, confidence), False, entry_id
 
 
 def audit_refusal(session: Session, text: str, exc: UserError) -> None:

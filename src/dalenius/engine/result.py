@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from dalenius.core.loss import Loss, PureDP
 from dalenius.engine.release import Answer
 from dalenius.releases.density import DensityRelease
+from dalenius.releases.hierarchy import HierarchyRelease
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -257,3 +258,61 @@ class DensityResult:
             f"noisy count {r.count}; {round(r.confidence * 100)}% bands.\n"
             f"Loss: {self.loss}{cached}. Remaining: {self.remaining}."
         )
+
+
+@dataclass(frozen=True)
+class HierarchyResult:
+    """A released hierarchy of counts, the loss it spent and the budget left.
+
+    Attributes:
+        release: every node's noisy, consistent and final count with intervals
+            (:class:`~dalenius.releases.hierarchy.HierarchyRelease`).
+        loss: the loss charged (nothing new when ``cached``).
+        remaining: the budget left after it.
+        cached: answered from the ledger's record of an identical earlier release, at no cost.
+        entry_id: the ledger entry that records it.
+    """
+
+    release: HierarchyRelease
+    loss: Loss
+    remaining: Loss
+    cached: bool
+    entry_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document the CLI and the HTTP API return."""
+        return {
+            **self.release.to_json(),
+            "loss": loss_dict(self.loss),
+            "remaining": loss_dict(self.remaining),
+            "cached": self.cached,
+            "entry_id": self.entry_id,
+        }
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per node: level, the key columns, then noisy / consistent / final and intervals."""
+        frame: pd.DataFrame = self.release.to_pandas()
+        return frame
+
+    def __str__(self) -> str:
+        r = self.release
+        frame = r.to_pandas()
+        counts = frame.groupby("level").size().tolist()
+        cached = " (from the ledger's record, no new cost)" if self.cached else ""
+        head = (
+            f"Hierarchy {' > '.join(r.levels)}: {len(frame)} nodes ({', '.join(map(str, counts))} per level), "
+            f"{round(r.confidence * 100)}% intervals.\n"
+        )
+        shown = frame[frame.level <= 1].head(13)
+        lines = [f"  {'node':<16} {'count':>10}   interval"]
+        for _, row in shown.iterrows():
+            name = "(total)" if row["level"] == 0 else str(row[r.levels[0]])
+            lines.append(
+                f"  {name:<16} {int(row['final']):>10}   [{row['final_low']:.1f}, {row['final_high']:.1f}]"
+            )
+        if len(frame) > len(shown):
+            lines.append(
+                f"  … {len(frame) - len(shown)} more nodes (to_pandas(), --csv or --json for all)"
+            )
+        table = "\n".join(lines)
+        return head + table + f"\nLoss: {self.loss}{cached}. Remaining: {self.remaining}."

@@ -39,8 +39,8 @@ from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
-from dalenius.engine.releases import audit_refusal, run_density
-from dalenius.engine.result import DensityResult, Result
+from dalenius.engine.releases import audit_refusal, run_density, run_hierarchy
+from dalenius.engine.result import DensityResult, HierarchyResult, Result
 from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
@@ -57,6 +57,7 @@ from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
 from dalenius.releases.density import DensityRequest, plan_density
+from dalenius.releases.hierarchy import HierarchyRequest, plan_hierarchy
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 
@@ -376,6 +377,55 @@ class Session:
             self, plan, confidence=conf, idempotency_key=idempotency_key
         )
         return DensityResult(
+            release=release,
+            loss=plan.loss,
+            remaining=self.remaining(),
+            cached=cached,
+            entry_id=entry_id,
+        )
+
+    def hierarchy(
+        self,
+        table: str,
+        levels: Sequence[str],
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        where: str | None = None,
+        split: Sequence[float] | None = None,
+        confidence: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> HierarchyResult:
+        """Release noisy counts at every level of a hierarchy of key columns, made consistent.
+
+        ``levels`` are columns with public key lists, coarsest first (``["state", "education"]``).
+        Every node (the total, each state, each state × education) is measured; the result holds
+        the noisy counts, the least-squares consistent estimates and non-negative integers that
+        add up exactly, each with its interval. Pure ε (``epsilon`` alone) uses discrete Laplace
+        noise; ``epsilon`` and ``delta``, or ``rho``, discrete Gaussian. ``split`` weights the
+        levels (root first). See ``docs/releases/hierarchy.md``.
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        request = HierarchyRequest(
+            table=table,
+            levels=tuple(levels),
+            where=where,
+            split=tuple(float(w) for w in split) if split is not None else None,
+        )
+        text = f"HIERARCHY({' > '.join(levels)}) FROM {table}"
+        try:
+            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
+            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
+            rh = as_fraction(rho, "rho") if rho is not None else None
+            plan = plan_hierarchy(self.catalog, request, epsilon=eps, delta=dlt, rho=rh)
+        except UserError as exc:
+            audit_refusal(self, text, exc)
+            raise
+        release, cached, entry_id = run_hierarchy(
+            self, plan, confidence=conf, idempotency_key=idempotency_key
+        )
+        return HierarchyResult(
             release=release,
             loss=plan.loss,
             remaining=self.remaining(),

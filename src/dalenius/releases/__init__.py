@@ -6,6 +6,8 @@ the plan through the data gate and records it in the ledger like any query.
 
 * :mod:`~dalenius.releases.density`: private density curves and surfaces (the Gaussian-process
   mechanism of Hall, Rinaldo & Wasserman).
+* :mod:`~dalenius.releases.hierarchy`: consistent hierarchical tables (noisy counts at every level,
+  least squares, then non-negative integers that add up, as in the Census TopDown algorithm).
 """
 
 from dalenius.releases.density import (
@@ -15,5 +17,21 @@ from dalenius.releases.density import (
     plan_density,
     rho_for,
 )
+from dalenius.releases.hierarchy import (
+    HierarchyPlan,
+    HierarchyRelease,
+    HierarchyRequest,
+    plan_hierarchy,
+)
 
-__all__ = ["DensityPlan", "DensityRelease", "DensityRequest", "plan_density", "rho_for"]
+__all__ = [
+    "DensityPlan",
+    "DensityRelease",
+    "DensityRequest",
+    "HierarchyPlan",
+    "HierarchyRelease",
+    "HierarchyRequest",
+    "plan_density",
+    "plan_hierarchy",
+    "rho_for",
+]
