@@ -22,7 +22,13 @@ from dalenius.core.deadlines import (
     public_fingerprint,
     write_deadlines,
 )
-from dalenius.core.errors import CatalogError, ConfigurationError, DeadlineError, ExecutionError
+from dalenius.core.errors import (
+    CatalogError,
+    ConfigurationError,
+    DeadlineError,
+    EvaluationFailed,
+    ExecutionError,
+)
 from dalenius.core.loss import PureDP
 from dalenius.engine import timing
 from dalenius.engine.calibrate import calibrate, class_queries
@@ -230,8 +236,9 @@ def test_a_failure_also_leaves_at_the_deadline(tmp_path: Path, recorded: list[fl
             raise ExecutionError("engine failure")
 
     with dalenius.connect(catalog, budget=1, executor=Failing(catalog)) as session:
-        with pytest.raises(ExecutionError):
+        with pytest.raises(EvaluationFailed) as caught:
             session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5)
+        assert type(caught.value) is EvaluationFailed  # the fixed failure, not the deadline
         assert len(recorded) == 1
 
 

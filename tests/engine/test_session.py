@@ -13,8 +13,10 @@ from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.errors import (
     BudgetExceededError,
     ConfigurationError,
+    EvaluationFailed,
     ExecutionError,
     InvalidLossError,
+    PostGateOutcome,
     QueryError,
 )
 from dalenius.core.loss import PureDP
@@ -104,12 +106,13 @@ def test_bad_sql_is_refused_for_free_with_an_audit_line(session: Session) -> Non
     assert session.ledger.entries() == []
 
 
-def test_engine_failure_rolls_the_reservation_back(catalog: Catalog) -> None:
+def test_engine_failure_after_the_gate_is_charged(catalog: Catalog) -> None:
     with Session(catalog, ledger=budgeted(catalog, "1"), executor=FailingExecutor(catalog)) as s:
-        with pytest.raises(ExecutionError):
+        with pytest.raises(EvaluationFailed) as caught:
             s.query("SELECT COUNT(*) FROM adult", epsilon="0.5")
-        assert s.remaining() == PureDP(Fraction(1))
-        assert [e.status for e in s.ledger.entries()] == ["rolled_back"]
+        assert str(caught.value) == PostGateOutcome.FAILED.message
+        assert s.remaining() == PureDP(Fraction(1, 2))
+        assert [e.status for e in s.ledger.entries()] == ["failed"]
 
 
 def test_connect_budget_rules(catalog: Catalog, tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ Each of 200 trials forks a gateway running real :class:`~dalenius.engine.session
 (DuckDB + SQLite ledger) and kills it after a random delay — half the time counted from the fork,
 so kills also land while the session opens, half from its first answer. Every answer the client
 received must have a committed ledger entry recording exactly the noisy value it saw, and the
-ledger must stay consistent, with every reservation still charged.
+ledger must stay consistent: every reservation that passed the data gate stays charged, and only
+those that never reached it are returned by ``recover``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from fractions import Fraction
 from pathlib import Path
 
@@ -91,8 +93,16 @@ def test_killed_sessions_never_release_an_uncharged_answer(tmp_path: Path) -> No
             entry = entries.get(entry_id)
             assert entry is not None and entry.status == "committed", entry_id
             assert json.loads(entry.answer or "{}")["values"]["m0"] == [value]
-        # Every reservation — committed or left pending by a kill — stays charged.
+        # Every reservation — committed, past the gate or still pending — is held until recover.
         assert ledger.spent("gateway", "crash") == PureDP(len(entries) * Fraction(1, 1000))
+        assert {e.status for e in entries.values()} <= {"committed", "charged", "pending"}
+        pending = sorted(i for i, e in entries.items() if e.status == "pending")
+        charged = sorted(i for i, e in entries.items() if e.status == "charged")
+        recovery = ledger.recover(timedelta(0))
+        assert (sorted(recovery.returned), sorted(recovery.lost)) == (pending, charged)
+        kept = len(entries) - len(pending)
+        assert ledger.spent("gateway", "crash") == PureDP(kept * Fraction(1, 1000))
+        assert ledger.verify() == []
     print(f"{TRIALS} kills: {len(entries)} reservations, {len(received)} answers received")
 
 

@@ -56,10 +56,11 @@ def main(argv: list[str]) -> int:
             outcome = ledger.reserve(request)
             assert isinstance(outcome, Reservation)
             if every and i % every == 0:
-                ledger.rollback(outcome, "simulated failure before noise")
+                ledger.release(outcome, "simulated refusal before the data gate")
                 with lock:
                     rolled_back[0] += 1
                 return
+            ledger.charge(outcome)
             noise = int(system_random().uint64(1)[0] % 1000)
             ledger.commit(outcome, json.dumps({"count": noise}))
             with lock:

@@ -50,6 +50,7 @@ def gateway(store: str, target: str, schema: str, trial: int) -> None:
         outcome = ledger.reserve(request)
         if not isinstance(outcome, Reservation):
             raise AssertionError(f"unexpected cached answer for a fresh request: {outcome}")
+        ledger.charge(outcome)
         noise = int(system_random().uint64(1)[0] % 2**32)
         answer = json.dumps({"trial": trial, "i": i, "noise": noise})
         entry_id = ledger.commit(outcome, answer)

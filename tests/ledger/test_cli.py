@@ -39,11 +39,15 @@ def path(tmp_path: Path) -> str:
     return str(tmp_path / "ledger.sqlite")
 
 
-def spend(path: str, epsilon: Fraction, *, commit: bool = True, sql: str = "SELECT 1") -> str:
+def spend(
+    path: str, epsilon: Fraction, *, commit: bool = True, gate: bool = True, sql: str = "SELECT 1"
+) -> str:
     with open_ledger(path) as ledger:
         request = ChargeRequest("alice", "adult", PureDP(epsilon), f"k{sql}{epsilon}", sql, "h")
         reservation = ledger.reserve(request)
         assert isinstance(reservation, Reservation)
+        if gate:
+            ledger.charge(reservation)
         if commit:
             ledger.commit(reservation, json.dumps({"count": 12}))
         return reservation.id
@@ -250,11 +254,11 @@ def test_ledger_list_and_export(path: str, capsys, tmp_path: Path) -> None:
     lines = out.splitlines()
     assert lines[0].split() == ["created", "id", "analyst", "dataset", "status", "charged", "sql"]
     assert "committed" in lines[1] and "SELECT COUNT(*) FROM adult" in lines[1]
-    assert "pending" in lines[2]
+    assert "charged" in lines[2]
 
     code, out, _ = run(["ledger", "list", "--ledger", path, "--audit", "--json"], capsys)
     outcomes = [row["outcome"] for row in json.loads(out)["audit"]]
-    assert outcomes == ["budget_set", "reserved", "answered", "reserved"]
+    assert outcomes == ["budget_set", "reserved", "charged", "answered", "reserved", "charged"]
 
     code, out, _ = run(["ledger", "export", "--ledger", path, "--format", "csv"], capsys)
     rows = list(csv.DictReader(io.StringIO(out)))
@@ -266,7 +270,7 @@ def test_ledger_list_and_export(path: str, capsys, tmp_path: Path) -> None:
     code, _, err = run(
         ["ledger", "export", "--ledger", path, "--audit", "--json", "-o", str(target)], capsys
     )
-    assert code == EXIT_OK and "wrote 4 audit lines" in err
+    assert code == EXIT_OK and "wrote 6 audit lines" in err
     exported = json.loads(target.read_text())
     assert [r["outcome"] for r in exported] == outcomes
     assert set(exported[0]) == set(ledger_cmd.AUDIT_FIELDS)
@@ -278,11 +282,12 @@ def test_ledger_list_and_export(path: str, capsys, tmp_path: Path) -> None:
 def test_ledger_recover_and_verify(path: str, capsys) -> None:
     with open_ledger(path) as ledger:
         ledger.set_budget("alice", "adult", PureDP(Fraction(1)))
-    pending = spend(path, Fraction(1, 2), commit=False)
+    charged = spend(path, Fraction(1, 2), commit=False)
+    pending = spend(path, Fraction(1, 4), commit=False, gate=False, sql="SELECT 2")
     code, out, _ = run(
         ["ledger", "recover", "--ledger", path, "--older-than-minutes", "0", "--json"], capsys
     )
-    assert code == EXIT_OK and json.loads(out) == {"lost": [pending]}
+    assert code == EXIT_OK and json.loads(out) == {"lost": [charged], "returned": [pending]}
     with open_ledger(path) as ledger:
         assert ledger.spent("alice", "adult") == PureDP(Fraction(1, 2))
     code, out, _ = run(["ledger", "verify", "--ledger", path], capsys)

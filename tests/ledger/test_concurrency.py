@@ -65,8 +65,9 @@ def test_threads_never_overspend(kind: str, rollback_every: int, request) -> Non
             outcome = ledger.reserve(request)
             assert isinstance(outcome, Reservation)
             if rollback_every and i % rollback_every == 0:
-                ledger.rollback(outcome, "simulated failure")
+                ledger.release(outcome, "simulated refusal before the data gate")
                 return
+            ledger.charge(outcome)
             ledger.commit(outcome, json.dumps({"i": i}))
             with lock:
                 released.append(outcome.id)
@@ -86,7 +87,7 @@ def test_threads_never_overspend(kind: str, rollback_every: int, request) -> Non
     if not rollback_every:
         assert len(released) == K  # enough demand: every unit of budget was used
     refused = [a for a in ledgers[0].audit() if a.outcome == "refused"]
-    rolled = [a for a in ledgers[0].audit() if a.outcome == "failed"]
+    rolled = [a for a in ledgers[0].audit() if a.outcome == "returned"]
     assert len(refused) + len(rolled) + len(released) == REQUESTS
 
 

@@ -10,7 +10,12 @@ from fractions import Fraction
 import pytest
 
 from dalenius.accounting import approx_to_zcdp_cap
-from dalenius.core.errors import BudgetExceededError, ConfigurationError, InternalError
+from dalenius.core.errors import (
+    BudgetExceededError,
+    ConfigurationError,
+    EvaluationFailed,
+    InternalError,
+)
 from dalenius.core.loss import ZCDP, ApproxDP, PureDP
 from dalenius.ledger import (
     CachedAnswer,
@@ -28,6 +33,13 @@ def reserve(ledger: Ledger, request: ChargeRequest) -> Reservation:
     outcome = ledger.reserve(request)
     assert isinstance(outcome, Reservation), outcome
     return outcome
+
+
+def gated(ledger: Ledger, request: ChargeRequest) -> Reservation:
+    """A reservation that has passed the data gate (the engine may read the data)."""
+    reservation = reserve(ledger, request)
+    ledger.charge(reservation)
+    return reservation
 
 
 def answer(value: int) -> str:
@@ -86,7 +98,7 @@ def test_bad_budget_arguments_are_refused(ledger: Ledger, bad: dict[str, object]
     assert ledger.budgets() == []
 
 
-# -- reserve / commit / rollback --------------------------------------------------------------
+# -- reserve / gate / commit / fail --------------------------------------------------------------
 
 
 def test_reserve_commit_charges_exactly_and_records_the_answer(
@@ -96,6 +108,8 @@ def test_reserve_commit_charges_exactly_and_records_the_answer(
     request = charge(epsilon=F(1, 3))
     reservation = reserve(ledger, request)
     assert ledger.spent("alice", "adult") == PureDP(F(1, 3))  # pending counts as spent
+    ledger.charge(reservation)
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 3))
     entry_id = ledger.commit(reservation, answer(42))
     assert entry_id == reservation.id
     assert ledger.spent("alice", "adult") == PureDP(F(1, 3))
@@ -111,7 +125,7 @@ def test_reserve_commit_charges_exactly_and_records_the_answer(
     )
     assert entry.finished_at is not None
     outcomes = [a.outcome for a in ledger.audit()]
-    assert outcomes == ["budget_set", "reserved", "answered"]
+    assert outcomes == ["budget_set", "reserved", "charged", "answered"]
     assert ledger.verify() == []
 
 
@@ -119,7 +133,7 @@ def test_over_budget_is_refused_with_the_numbers_and_costs_nothing(
     ledger: Ledger, charge: Charge
 ) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
-    ledger.commit(reserve(ledger, charge(epsilon=F(3, 4))), answer(1))
+    ledger.commit(gated(ledger, charge(epsilon=F(3, 4))), answer(1))
     request = charge(epsilon=F(1, 2))
     with pytest.raises(BudgetExceededError) as caught:
         ledger.reserve(request)
@@ -141,7 +155,7 @@ def test_over_budget_is_refused_with_the_numbers_and_costs_nothing(
 def test_exactly_the_remaining_budget_fits(ledger: Ledger, charge: Charge) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     for _ in range(10):
-        ledger.commit(reserve(ledger, charge(epsilon=F(1, 10))), answer(0))
+        ledger.commit(gated(ledger, charge(epsilon=F(1, 10))), answer(0))
     assert ledger.remaining("alice", "adult") == PureDP(F(0))
     with pytest.raises(BudgetExceededError):
         ledger.reserve(charge(epsilon=F(1, 10**9)))
@@ -151,7 +165,7 @@ def test_a_cap_lowered_below_what_was_spent_refuses_everything(
     ledger: Ledger, charge: Charge
 ) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
-    ledger.commit(reserve(ledger, charge(epsilon=F(1, 2))), answer(1))
+    ledger.commit(gated(ledger, charge(epsilon=F(1, 2))), answer(1))
     ledger.set_budget("alice", "adult", PureDP(F(1, 4)))
     assert ledger.remaining("alice", "adult") == PureDP(F(0))
     with pytest.raises(BudgetExceededError):
@@ -176,33 +190,109 @@ def test_pending_reservations_count_as_spent(ledger: Ledger, charge: Charge) -> 
         ledger.reserve(charge(epsilon=F(3, 5)))
 
 
-def test_rollback_refunds_and_is_audited(ledger: Ledger, charge: Charge) -> None:
+def test_release_before_the_gate_returns_and_is_audited(ledger: Ledger, charge: Charge) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     reservation = reserve(ledger, charge(epsilon=F(3, 5)))
-    ledger.rollback(reservation, "executor failed: table missing")
+    assert ledger.release(reservation, "refused before reading: table missing")
     assert ledger.spent("alice", "adult") == PureDP(F(0))
-    ledger.rollback(reservation, "again")  # idempotent
+    assert ledger.release(reservation, "again")  # idempotent
     [entry] = ledger.entries()
     assert (entry.status, entry.answer) == ("rolled_back", None)
     assert "table missing" in entry.detail
-    failed = [a for a in ledger.audit() if a.outcome == "failed"]
-    assert len(failed) == 1 and failed[0].entry_id == reservation.id
+    returned = [a for a in ledger.audit() if a.outcome == "returned"]
+    assert len(returned) == 1 and returned[0].entry_id == reservation.id
+    with pytest.raises(InternalError):  # a returned reservation can never reach the engine
+        ledger.charge(reservation)
     with pytest.raises(InternalError):
         ledger.commit(reservation, answer(1))
     reserve(ledger, charge(epsilon=F(1)))  # the whole budget is back
 
 
-def test_committed_entries_are_never_refunded_nor_committed_twice(
+def test_nothing_moves_from_charged_back_to_returned(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reservation = gated(ledger, charge(epsilon=F(3, 5)))
+    [gate] = [a for a in ledger.audit() if a.outcome == "charged"]
+    assert (gate.entry_id, gate.loss) == (reservation.id, PureDP(F(3, 5)))
+    assert ledger.release(reservation, "too late") is False
+    with pytest.raises(InternalError):
+        ledger.charge(reservation)  # the gate is passed once
+    ledger.fail(reservation, "ExecutionError: overflow with count 5426")
+    ledger.fail(reservation, "again")  # idempotent
+    assert ledger.release(reservation, "still too late") is False
+    [entry] = ledger.entries()
+    assert (entry.status, entry.detail) == ("failed", "evaluation_failed")
+    assert "5426" not in entry.detail  # analysts may read their entries; the audit has the text
+    [failed] = [a for a in ledger.audit() if a.outcome == "failed"]
+    assert "count 5426" in failed.detail and failed.entry_id == reservation.id
+    assert ledger.spent("alice", "adult") == PureDP(F(3, 5))
+    assert ledger.failure_counts() == {"adult": 1}
+    with pytest.raises(InternalError):
+        ledger.commit(reservation, answer(1))
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge(epsilon=F(3, 5)))
+    assert ledger.verify() == []
+
+
+def test_a_pending_reservation_cannot_commit_or_fail(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reservation = reserve(ledger, charge())
+    with pytest.raises(InternalError, match="data gate"):
+        ledger.commit(reservation, answer(1))
+    with pytest.raises(InternalError, match="data gate"):
+        ledger.fail(reservation, "no")
+    assert [e.status for e in ledger.entries()] == ["pending"]
+
+
+def test_retried_failure_returns_the_recorded_outcome_at_no_cost(
     ledger: Ledger, charge: Charge
 ) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
-    reservation = reserve(ledger, charge())
+    request = charge(epsilon=F(1, 4), idempotency_key="retry-f")
+    ledger.fail(gated(ledger, request), "engine text")
+    for _ in range(3):
+        with pytest.raises(EvaluationFailed) as caught:
+            ledger.reserve(request)
+        assert caught.value.body() == EvaluationFailed().body()
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 4))
+    assert len(ledger.entries()) == 1
+    # Without the key (or with a fresh one) the request is new and pays again.
+    reserve(ledger, charge(epsilon=F(1, 4)))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+
+
+def test_fail_closed_exhausts_the_analysts_budget(ledger: Ledger, charge: Charge) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    ledger.set_budget("bob", "adult", PureDP(F(1)))
+    ledger.set_dataset("adult", fail_closed=True)
+    assert ledger.datasets()[0].fail_closed
+    ledger.fail(gated(ledger, charge(epsilon=F(1, 10))), "engine text")
+    assert ledger.remaining("alice", "adult") == PureDP(F(0))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 10))  # what was really spent
+    with pytest.raises(BudgetExceededError, match="fails closed"):
+        ledger.reserve(charge(epsilon=F(1, 100)))
+    assert ledger.remaining("bob", "adult") == PureDP(F(1))  # other analysts keep theirs
+    [budget] = ledger.budgets("alice", "adult")
+    assert budget.exhausted_at is not None
+    assert [a.outcome for a in ledger.audit()][-3:] == ["failed", "exhausted", "refused"]
+    ledger.set_budget("alice", "adult", PureDP(F(1)))  # the custodian re-opens it
+    assert ledger.remaining("alice", "adult") == PureDP(F(9, 10))
+    ledger.set_dataset("adult", fail_closed=False)
+    ledger.fail(gated(ledger, charge(epsilon=F(1, 10))), "engine text")
+    assert ledger.remaining("alice", "adult") == PureDP(F(4, 5))
+
+
+def test_committed_entries_are_never_returned_nor_committed_twice(
+    ledger: Ledger, charge: Charge
+) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)))
+    reservation = gated(ledger, charge())
     ledger.commit(reservation, answer(1))
-    with pytest.raises(InternalError):
-        ledger.rollback(reservation, "too late")
+    assert ledger.release(reservation, "too late") is False
+    ledger.fail(reservation, "a failure after the commit leaves the answer recorded")
     with pytest.raises(InternalError):
         ledger.commit(reservation, answer(2))
     assert ledger.entries()[0].answer == answer(1)
+    assert ledger.entries()[0].status == "committed"
     with pytest.raises(InternalError):
         ledger.commit(Reservation("no-such-id", charge()), answer(3))
 
@@ -215,7 +305,7 @@ def test_identical_request_is_answered_from_the_record_at_no_cost(
 ) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     first = charge(epsilon=F(1, 2), key="same-plan-same-data")
-    entry_id = ledger.commit(reserve(ledger, first), answer(7))
+    entry_id = ledger.commit(gated(ledger, first), answer(7))
     again = ledger.reserve(charge(epsilon=F(1, 2), key="same-plan-same-data"))
     assert isinstance(again, CachedAnswer)
     assert (again.entry_id, again.answer, again.loss) == (entry_id, answer(7), PureDP(F(1, 2)))
@@ -227,7 +317,7 @@ def test_identical_request_is_answered_from_the_record_at_no_cost(
 def test_changed_data_or_another_analyst_pays_again(ledger: Ledger, charge: Charge) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_budget("bob", "adult", PureDP(F(1)))
-    ledger.commit(reserve(ledger, charge(epsilon=F(1, 2), key="plan|v1")), answer(1))
+    ledger.commit(gated(ledger, charge(epsilon=F(1, 2), key="plan|v1")), answer(1))
     reserve(ledger, charge(epsilon=F(1, 2), key="plan|v2"))  # new data version: fresh cost
     reserve(ledger, charge("bob", epsilon=F(1, 2), key="plan|v1"))  # bob has not seen it
     assert ledger.spent("alice", "adult") == PureDP(F(1))
@@ -249,6 +339,9 @@ def test_idempotency_key_gives_the_same_outcome_charged_once(
     reservation = reserve(ledger, first)
     with pytest.raises(RequestInProgressError):
         ledger.reserve(first)
+    ledger.charge(reservation)
+    with pytest.raises(RequestInProgressError):
+        ledger.reserve(first)
     ledger.commit(reservation, answer(5))
     replay = ledger.reserve(first)
     assert isinstance(replay, CachedAnswer) and replay.answer == answer(5)
@@ -257,13 +350,13 @@ def test_idempotency_key_gives_the_same_outcome_charged_once(
     assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
 
 
-def test_idempotency_key_of_a_rolled_back_request_can_be_retried(
+def test_idempotency_key_of_a_returned_request_can_be_retried(
     ledger: Ledger, charge: Charge
 ) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     request = charge(epsilon=F(1, 2), idempotency_key="retry-2")
-    ledger.rollback(reserve(ledger, request), "connection reset")
-    ledger.commit(reserve(ledger, request), answer(3))
+    ledger.release(reserve(ledger, request), "connection reset")
+    ledger.commit(gated(ledger, request), answer(3))
     assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
 
 
@@ -274,7 +367,7 @@ def test_total_cap_bounds_colluding_analysts(ledger: Ledger, charge: Charge) -> 
     ledger.set_dataset("adult", definition="pure", total_cap=PureDP(F(3, 2)))
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_budget("bob", "adult", PureDP(F(1)))
-    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1))), answer(1))
+    ledger.commit(gated(ledger, charge("alice", epsilon=F(1))), answer(1))
     assert ledger.remaining("bob", "adult") == PureDP(F(1, 2))
     with pytest.raises(BudgetExceededError) as caught:
         ledger.reserve(charge("bob", epsilon=F(3, 4)))
@@ -314,8 +407,8 @@ def test_definition_switch_refuses_what_has_no_sound_conversion(ledger: Ledger) 
 def test_pure_spending_carries_over_into_approx(ledger: Ledger, charge: Charge) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_dataset("adult", total_cap=PureDP(F(3)))
-    ledger.commit(reserve(ledger, charge(epsilon=F(1, 4))), answer(1))
-    lost = reserve(ledger, charge(epsilon=F(1, 8)))  # pending: still counted after the switch
+    ledger.commit(gated(ledger, charge(epsilon=F(1, 4))), answer(1))
+    lost = gated(ledger, charge(epsilon=F(1, 8)))  # in flight: still counted after the switch
     ledger.set_dataset("adult", definition="approx")
     assert ledger.datasets()[0].definition == "approx"
     assert ledger.datasets()[0].total_cap == ApproxDP(F(3), F(0))
@@ -326,7 +419,7 @@ def test_pure_spending_carries_over_into_approx(ledger: Ledger, charge: Charge) 
     with pytest.raises(BudgetExceededError):  # the total cap converted to (3, 0): no δ yet
         ledger.reserve(charge(loss=ApproxDP(F(1, 8), F(1, 10**6))))
     ledger.set_dataset("adult", definition="approx", total_cap=ApproxDP(F(3), F(1, 10**5)))
-    ledger.commit(reserve(ledger, charge(loss=ApproxDP(F(1, 8), F(1, 10**6)))), answer(2))
+    ledger.commit(gated(ledger, charge(loss=ApproxDP(F(1, 8), F(1, 10**6)))), answer(2))
     ledger.commit(lost, answer(3))
     assert ledger.spent("alice", "adult") == ApproxDP(F(1, 2), F(1, 10**6))
     assert ledger.total_spent("adult") == ApproxDP(F(1, 2), F(1, 10**6))
@@ -337,14 +430,14 @@ def test_pure_spending_carries_over_into_approx(ledger: Ledger, charge: Charge) 
 def test_pure_spending_converts_exactly_into_zcdp(ledger: Ledger, charge: Charge) -> None:
     ledger.set_dataset("adult", definition="approx")
     ledger.set_budget("alice", "adult", ApproxDP(F(1), F(1, 10**6)))
-    ledger.commit(reserve(ledger, charge(epsilon=F(1, 3))), answer(1))
+    ledger.commit(gated(ledger, charge(epsilon=F(1, 3))), answer(1))
     ledger.set_dataset("adult", definition="zcdp")
     assert ledger.spent("alice", "adult") == ZCDP(F(1, 18))  # ρ = ε²/2, exactly
     assert ledger.get_budget("alice", "adult") == approx_to_zcdp_cap(F(1), F(1, 10**6))
     # An (ε, δ) charge with δ > 0 has no ρ: that dataset cannot switch to zCDP.
     ledger.set_dataset("census", definition="approx")
     ledger.set_budget("bob", "census", ApproxDP(F(1), F(1, 10**5)))
-    ledger.commit(reserve(ledger, charge("bob", "census", ApproxDP(F(1, 4), F(1, 10**6)))), "{}")
+    ledger.commit(gated(ledger, charge("bob", "census", ApproxDP(F(1, 4), F(1, 10**6)))), "{}")
     with pytest.raises(ConfigurationError, match="cannot switch"):
         ledger.set_dataset("census", definition="zcdp")
     assert ledger.spent("bob", "census") == ApproxDP(F(1, 4), F(1, 10**6))
@@ -377,8 +470,8 @@ def test_a_delta_request_on_a_pure_dataset_names_the_command(
 def test_approx_dataset_adds_epsilon_and_delta(ledger: Ledger, charge: Charge) -> None:
     ledger.set_dataset("adult", definition="approx")
     ledger.set_budget("alice", "adult", ApproxDP(F(1), F(1, 10**5)))
-    ledger.commit(reserve(ledger, charge(loss=ApproxDP(F(1, 4), F(1, 10**6)))), answer(1))
-    ledger.commit(reserve(ledger, charge(loss=PureDP(F(1, 4)))), answer(2))  # as (ε, 0)
+    ledger.commit(gated(ledger, charge(loss=ApproxDP(F(1, 4), F(1, 10**6)))), answer(1))
+    ledger.commit(gated(ledger, charge(loss=PureDP(F(1, 4)))), answer(2))  # as (ε, 0)
     assert ledger.spent("alice", "adult") == ApproxDP(F(1, 2), F(1, 10**6))
     assert ledger.remaining("alice", "adult") == ApproxDP(F(1, 2), F(9, 10**6))
     with pytest.raises(BudgetExceededError) as caught:
@@ -390,7 +483,7 @@ def test_zcdp_dataset_converts_pure_losses_and_refuses_approx(
     ledger: Ledger, charge: Charge
 ) -> None:
     ledger.set_budget("alice", "adult", ZCDP(F(1, 2)))
-    ledger.commit(reserve(ledger, charge(loss=PureDP(F(1, 2)))), answer(1))
+    ledger.commit(gated(ledger, charge(loss=PureDP(F(1, 2)))), answer(1))
     assert ledger.spent("alice", "adult") == ZCDP(F(1, 8))
     [entry] = ledger.entries()
     assert (entry.loss, entry.charged) == (PureDP(F(1, 2)), ZCDP(F(1, 8)))
@@ -416,14 +509,14 @@ def test_refreshing_budget_counts_only_the_current_period(
 ) -> None:
     ledger.set_dataset("adult", total_cap=PureDP(F(5, 2)))
     ledger.set_budget("alice", "adult", PureDP(F(1)), refresh_days=30)
-    ledger.commit(reserve(ledger, charge(epsilon=F(1))), answer(1))
+    ledger.commit(gated(ledger, charge(epsilon=F(1))), answer(1))
     clock.advance(days=29, hours=23)
     with pytest.raises(BudgetExceededError, match="refreshes at 2024-01-31"):
         ledger.reserve(charge(epsilon=F(1, 10)))
     clock.advance(hours=1)
     assert ledger.spent("alice", "adult") == PureDP(F(0))
     assert ledger.remaining("alice", "adult") == PureDP(F(1))
-    ledger.commit(reserve(ledger, charge(epsilon=F(1))), answer(2))
+    ledger.commit(gated(ledger, charge(epsilon=F(1))), answer(2))
     clock.advance(days=30)
     # The total cap never refreshes: 2 of 5/2 are gone for good.
     assert ledger.remaining("alice", "adult") == PureDP(F(1, 2))
@@ -433,22 +526,29 @@ def test_refreshing_budget_counts_only_the_current_period(
 # -- crashes and recovery --------------------------------------------------------------------
 
 
-def test_recover_marks_stale_reservations_lost_but_keeps_them_charged(
+def test_recover_returns_ungated_and_keeps_gated_charged(
     ledger: Ledger, charge: Charge, clock
 ) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
-    stale = reserve(ledger, charge(epsilon=F(1, 2), idempotency_key="crashed"))
+    stale = gated(ledger, charge(epsilon=F(1, 2), idempotency_key="crashed"))
+    never = reserve(ledger, charge(epsilon=F(1, 8), key="never-gated"))
     clock.advance(minutes=30)
     fresh = reserve(ledger, charge(epsilon=F(1, 4)))
-    assert ledger.recover(timedelta(minutes=10)) == [stale.id]
+    recovery = ledger.recover(timedelta(minutes=10))
+    assert (recovery.lost, recovery.returned) == ((stale.id,), (never.id,))
     statuses = {e.id: e.status for e in ledger.entries()}
-    assert statuses == {stale.id: "lost", fresh.id: "pending"}
+    assert statuses == {stale.id: "lost", never.id: "rolled_back", fresh.id: "pending"}
     assert ledger.spent("alice", "adult") == PureDP(F(3, 4))
     assert [a.entry_id for a in ledger.audit() if a.outcome == "lost"] == [stale.id]
+    assert [a.entry_id for a in ledger.audit() if a.outcome == "returned"] == [never.id]
     with pytest.raises(RequestInProgressError, match="lost"):
         ledger.reserve(stale.request)
-    # A process that was only slow may still commit: the charge was kept all along.
+    # A process that was only slow may still commit a lost charge ...
     ledger.commit(stale, answer(9))
+    # ... but one that had not reached the gate can no longer pass it: nothing is read.
+    with pytest.raises(InternalError):
+        ledger.charge(never)
+    assert ledger.failure_counts() == {}
     assert ledger.verify() == []
     with pytest.raises(ConfigurationError):
         ledger.recover(timedelta(minutes=-1))
@@ -515,7 +615,7 @@ def test_budgets_audit_and_cache_survive_a_restart(store, charge: Charge) -> Non
     first.set_dataset("adult", total_cap=PureDP(F(3)))
     first.set_budget("alice", "adult", PureDP(F(1)), refresh_days=7)
     request = charge(epsilon=F(1, 4), key="cached-plan")
-    entry_id = first.commit(reserve(first, request), answer(11))
+    entry_id = first.commit(gated(first, request), answer(11))
     pending = reserve(first, charge(epsilon=F(1, 4)))
     audit_before = first.audit()
     first.close()
@@ -544,7 +644,7 @@ def test_two_analysts_get_one_shared_release_counted_once(ledger: Ledger, charge
     ledger.set_dataset("adult", total_cap=PureDP(F(2)))
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_budget("bob", "adult", PureDP(F(1)))
-    first = reserve(ledger, charge("alice", epsilon=F(1, 2), key="same-query"))
+    first = gated(ledger, charge("alice", epsilon=F(1, 2), key="same-query"))
     ledger.commit(first, answer(1234))
     second = ledger.reserve(charge("bob", epsilon=F(1, 2), key="same-query"))
     assert isinstance(second, CachedAnswer)
@@ -570,7 +670,7 @@ def test_a_shared_answer_still_needs_the_analysts_own_budget(
     ledger.set_dataset("adult", total_cap=PureDP(F(2)))
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_budget("bob", "adult", PureDP(F(1, 4)))
-    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
+    ledger.commit(gated(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
     with pytest.raises(BudgetExceededError):
         ledger.reserve(charge("bob", epsilon=F(1, 2), key="q"))
     with pytest.raises(BudgetExceededError):
@@ -582,7 +682,7 @@ def test_a_shared_answer_fits_even_when_the_total_is_spent(ledger: Ledger, charg
     ledger.set_dataset("adult", total_cap=PureDP(F(1, 2)))
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_budget("bob", "adult", PureDP(F(1)))
-    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
+    ledger.commit(gated(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
     with pytest.raises(BudgetExceededError, match="total cap"):
         ledger.reserve(charge("bob", epsilon=F(1, 2), key="other"))
     shared = ledger.reserve(charge("bob", epsilon=F(1, 2), key="q"))  # no new release
@@ -592,5 +692,5 @@ def test_a_shared_answer_fits_even_when_the_total_is_spent(ledger: Ledger, charg
 def test_without_a_total_cap_answers_are_not_shared(ledger: Ledger, charge: Charge) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     ledger.set_budget("bob", "adult", PureDP(F(1)))
-    ledger.commit(reserve(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
+    ledger.commit(gated(ledger, charge("alice", epsilon=F(1, 2), key="q")), answer(7))
     assert isinstance(ledger.reserve(charge("bob", epsilon=F(1, 2), key="q")), Reservation)

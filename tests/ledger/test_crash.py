@@ -96,17 +96,21 @@ def check_ledger(ledger: Ledger, received: dict[str, str]) -> dict[str, int]:
     committed = {e.id: e.answer for e in entries if e.status == "committed"}
     missing = {k: v for k, v in received.items() if committed.get(k) != v}
     assert missing == {}, "answers were released without a committed charge"
-    assert all(e.status in {"committed", "pending"} for e in entries)
+    assert all(e.status in {"committed", "charged", "pending"} for e in entries)
     assert ledger.spent("gateway", "adult") == PureDP(len(entries) * EPSILON)
-    pending = [e.id for e in entries if e.status == "pending"]
-    assert sorted(ledger.recover(timedelta(0))) == sorted(pending)
-    assert ledger.spent("gateway", "adult") == PureDP(len(entries) * EPSILON)  # lost stays charged
+    pending = sorted(e.id for e in entries if e.status == "pending")
+    charged = sorted(e.id for e in entries if e.status == "charged")
+    recovery = ledger.recover(timedelta(0))
+    # Killed before the data gate: returned; killed after it: lost, and still charged.
+    assert (sorted(recovery.returned), sorted(recovery.lost)) == (pending, charged)
+    assert ledger.spent("gateway", "adult") == PureDP((len(entries) - len(pending)) * EPSILON)
     assert ledger.verify() == []
     return {
         "entries": len(entries),
         "committed": len(committed),
         "received": len(received),
-        "lost": len(pending),
+        "returned": len(pending),
+        "lost": len(charged),
     }
 
 

@@ -313,7 +313,7 @@ def test_curator_reads_the_whole_record(site: Site) -> None:
     assert [(e["analyst"], e["status"]) for e in entries] == [("alice", "committed")]
     assert site.client.get("/v1/ledger?analyst=mallory", headers=curator).json() == {"entries": []}
     audit = site.client.get("/v1/audit?analyst=alice", headers=curator).json()["audit"]
-    assert [a["outcome"] for a in audit][:2] == ["answered", "reserved"]  # newest first
+    assert [a["outcome"] for a in audit][:3] == ["answered", "charged", "reserved"]  # newest first
     log = site.client.get("/v1/requests?limit=1000", headers=curator).json()["requests"]
     assert log[0]["path"] == "/v1/audit" and log[0]["principal"] == "root"
     query = next(r for r in log if r["path"] == "/v1/datasets/census/query")

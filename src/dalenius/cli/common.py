@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from dalenius.core.errors import DaleniusError, UserError
+from dalenius.core.errors import DaleniusError, EvaluationFailed, UserError
 
 DEFAULT_LEDGER = "dalenius-ledger.sqlite"
 """The ledger file used when neither ``--ledger`` nor ``DALENIUS_LEDGER`` says otherwise."""
@@ -17,6 +17,8 @@ DEFAULT_LEDGER = "dalenius-ledger.sqlite"
 EXIT_OK = 0
 EXIT_BUG = 1
 EXIT_USER = 2
+EXIT_FAILED = 3
+"""The request failed after the data gate: the loss was charged; the message never changes."""
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -58,6 +60,13 @@ def run_guarded(handler: Handler, args: argparse.Namespace) -> int:
     """Run a command, turning Dalenius errors into readable messages and exit codes."""
     try:
         return handler(args)
+    except EvaluationFailed as exc:
+        # The one fixed outcome after the data gate: the same bytes whatever happened.
+        if getattr(args, "json", False):
+            print(exc.body().decode())
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except UserError as exc:
         if getattr(args, "json", False):
             emit_json({"error": exc.to_dict()})

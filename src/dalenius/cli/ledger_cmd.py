@@ -1,8 +1,9 @@
 """``dalenius ledger``: list, export, recover and verify the budget ledger's record.
 
 ``list`` prints the charges (or, with ``--audit``, the audit trail) as a table or JSON; ``export``
-writes them as CSV or JSON for auditors; ``recover`` marks reservations abandoned by a crashed
-gateway as lost (they stay charged); ``verify`` checks the store's integrity. The commands read
+writes them as CSV or JSON for auditors; ``recover`` settles what a crashed gateway left: a
+reservation that never reached the data gate is returned, a charge past the gate is marked lost
+(it stays charged); ``verify`` checks the store's integrity. The commands read
 the library's record and add nothing to it, except ``recover``.
 """
 
@@ -139,14 +140,15 @@ def register(sub: Any) -> None:
 
     recover = actions.add_parser(
         "recover",
-        help="mark reservations left pending by a crashed gateway as lost (still charged)",
+        help="settle what a crashed gateway left: return reservations that never reached the "
+        "data gate, mark charges past it as lost (still charged)",
     )
     add_store_options(recover, analyst_filter=False)
     recover.add_argument(
         "--older-than-minutes",
         type=float,
         default=10.0,
-        help="only reservations pending for longer than this (default: 10)",
+        help="only entries unfinished for longer than this (default: 10)",
     )
     recover.set_defaults(func=run_recover)
 
@@ -284,14 +286,18 @@ def run_recover(args: argparse.Namespace) -> int:
     if not args.older_than_minutes >= 0:
         raise ConfigurationError(
             f"--older-than-minutes must be >= 0, got {args.older_than_minutes}.",
-            fix="pass the age in minutes after which a pending reservation counts as abandoned.",
+            fix="pass the age in minutes after which an unfinished entry counts as abandoned.",
         )
     with existing_ledger(args.ledger) as ledger:
-        lost = ledger.recover(timedelta(minutes=args.older_than_minutes))
+        recovery = ledger.recover(timedelta(minutes=args.older_than_minutes))
     if args.json:
-        emit_json({"lost": lost})
+        emit_json({"returned": list(recovery.returned), "lost": list(recovery.lost)})
     else:
-        print(f"marked {len(lost)} abandoned reservation(s) as lost; they stay charged")
+        print(
+            f"returned {len(recovery.returned)} reservation(s) that never reached the data gate; "
+            f"marked {len(recovery.lost)} abandoned charge(s) past the gate as lost "
+            "(they stay charged)"
+        )
     return EXIT_OK
 
 

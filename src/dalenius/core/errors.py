@@ -7,6 +7,8 @@ so an error never depends on the data and never costs privacy budget.
 
 from __future__ import annotations
 
+import enum
+import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -224,19 +226,103 @@ class ExecutionError(DaleniusError):
     code = "execution_error"
 
 
-class DeadlineError(DaleniusError):
-    """Constant-time mode: the release deadline passed before the outcome was ready.
+@dataclass(frozen=True)
+class _Fixed:
+    code: str
+    message: str
+    why: str
+    fix: str
+    status: int
 
-    The text is constant (it says nothing about the data); the loss was charged.
+
+class PostGateOutcome(enum.Enum):
+    """The closed set of outcomes after the data gate other than an answer.
+
+    Each has one constant text, code and HTTP status, used on every surface (Python, the command
+    line, the HTTP API, the console): after the engine has read the data, nothing about *how* it
+    failed — counts, values, row numbers, engine text — may reach the analyst. The engine's
+    message goes to the custodian's audit trail only.
     """
 
-    code = "deadline"
-    message = (
-        "the release deadline passed before the answer was ready; the reserved loss was charged"
+    FAILED = _Fixed(
+        code="evaluation_failed",
+        message="the engine failed after reading the data; the reserved loss was charged",
+        why="once the engine has read the data, every outcome is charged and says nothing "
+        "about the data, so that a failure is never a free or informative query.",
+        fix="the custodian was alerted; a retry with the same idempotency key returns this "
+        "outcome at no new cost, a new request is charged again.",
+        status=502,
+    )
+    DEADLINE = _Fixed(
+        code="deadline",
+        message="the release deadline passed before the answer was ready; "
+        "the reserved loss was charged",
+        why="in constant-time mode every outcome leaves at a deadline fixed in advance from "
+        "public facts; a miss is charged and says nothing about the data.",
+        fix="the custodian was alerted; a retry with the same idempotency key returns this "
+        "outcome at no new cost, a new request is charged again.",
+        status=502,
     )
 
+    @property
+    def code(self) -> str:
+        """The outcome's machine-readable code."""
+        return self.value.code
+
+    @property
+    def message(self) -> str:
+        """The outcome's one constant sentence."""
+        return self.value.message
+
+    @property
+    def status(self) -> int:
+        """The HTTP status of the outcome (the same for every post-gate outcome)."""
+        return self.value.status
+
+    @classmethod
+    def from_code(cls, code: str) -> PostGateOutcome:
+        """The outcome a code names; an unknown code (an older record) reads as ``FAILED``."""
+        return next((o for o in cls if o.code == code), cls.FAILED)
+
+
+class EvaluationFailed(DaleniusError):
+    """A request failed after the data gate: its loss was charged; the text is always the same.
+
+    Example:
+        >>> str(EvaluationFailed())
+        'the engine failed after reading the data; the reserved loss was charged'
+        >>> EvaluationFailed().body()
+        b'{"error":{"code":"evaluation_failed","message":"the engine failed after reading the data; the reserved loss was charged","why":"once the engine has read the data, every outcome is charged and says nothing about the data, so that a failure is never a free or informative query.","fix":"the custodian was alerted; a retry with the same idempotency key returns this outcome at no new cost, a new request is charged again."}}'
+    """
+
+    code = "evaluation_failed"
+
+    def __init__(self, outcome: PostGateOutcome = PostGateOutcome.FAILED) -> None:
+        self.outcome = outcome
+        self.code = outcome.code
+        super().__init__(outcome.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The outcome as a JSON-ready object: constant for each outcome."""
+        fixed = self.outcome.value
+        return {"code": fixed.code, "message": fixed.message, "why": fixed.why, "fix": fixed.fix}
+
+    def body(self) -> bytes:
+        """The canonical bytes of the outcome, as the HTTP API and ``--json`` send them."""
+        return json.dumps({"error": self.to_dict()}, separators=(",", ":")).encode()
+
+
+class DeadlineError(EvaluationFailed):
+    """Constant-time mode: the release deadline passed before the outcome was ready.
+
+    The text is constant (it says nothing about the data); the loss was charged. It is the
+    ``DEADLINE`` member of the closed set of post-gate outcomes.
+    """
+
+    message = PostGateOutcome.DEADLINE.message
+
     def __init__(self) -> None:
-        super().__init__(self.message)
+        super().__init__(PostGateOutcome.DEADLINE)
 
 
 class InternalError(DaleniusError):
@@ -262,3 +348,13 @@ def _fmt(x: Fraction, *, down: bool = False) -> str:
             text = f"{float(math.floor(x / quantum) * quantum):.{digits}g}"
             digits += 1
     return text
+
+
+def post_gate_error(outcome: PostGateOutcome) -> EvaluationFailed:
+    """The exception of a post-gate outcome: :class:`DeadlineError` or :class:`EvaluationFailed`.
+
+    Example:
+        >>> type(post_gate_error(PostGateOutcome.DEADLINE)).__name__
+        'DeadlineError'
+    """
+    return DeadlineError() if outcome is PostGateOutcome.DEADLINE else EvaluationFailed(outcome)

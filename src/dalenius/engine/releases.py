@@ -63,14 +63,16 @@ def run_density(
     salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
     statements = plan.counts.sql(session.executor.dialect, salt)
 
-    def compute(fetch: Any) -> tuple[int, list[tuple[Any, ...]]]:
+    reservation = outcome
+
+    def work(fetch: Any) -> tuple[DensityRelease, str]:
         total = fetch(statements.main)
         bins = fetch(statements.histograms[0][1])
-        return int(total[0][0] if total and total[0][0] is not None else 0), bins
+        count = int(total[0][0] if total and total[0][0] is not None else 0)
+        release = plan.finish(count, bins, confidence)
+        return release, session.ledger.commit(reservation, _encode(release))
 
-    total, bins = session.read_exact(outcome, plan.counts.tables, compute)
-    release = plan.finish(total, bins, confidence)
-    entry_id = session.ledger.commit(outcome, _encode(release))
+    release, entry_id = session.through_gate(reservation, plan.counts.tables, work)
     return release, False, entry_id
 
 
@@ -109,11 +111,16 @@ def run_hierarchy(
         return plan.finish(noisy, confidence), True, outcome.entry_id
     salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
     statement = plan.sql(session.executor.dialect, salt).main
-    rows = session.read_exact(outcome, plan.tables, lambda fetch: fetch(statement))
-    noisy = plan.measure(plan.leaf_counts(rows))
-    answer = json.dumps({"format": HIERARCHY_FORMAT, "noisy": [int(v) for v in noisy]})
-    entry_id = session.ledger.commit(outcome, answer)
-    return plan.finish(noisy, confidence), False, entry_id
+    reservation = outcome
+
+    def work(fetch: Any) -> tuple[HierarchyRelease, str]:
+        noisy = plan.measure(plan.leaf_counts(fetch(statement)))
+        answer = json.dumps({"format": HIERARCHY_FORMAT, "noisy": [int(v) for v in noisy]})
+        entry_id = session.ledger.commit(reservation, answer)
+        return plan.finish(noisy, confidence), entry_id
+
+    release, entry_id = session.through_gate(reservation, plan.tables, work)
+    return release, False, entry_id
 
 
 def audit_refusal(session: Session, text: str, exc: UserError) -> None:

@@ -6,10 +6,15 @@ The flow of :meth:`Session.query`, in order:
 2. compile the DP plan: measurements, sensitivities, the ε split — the loss is now known;
 3. reserve the loss in the ledger, atomically (refused if any budget would be exceeded; an
    identical earlier request is answered from the ledger's record at no cost);
-4. compute the exact, clipped aggregates inside the engine (a failure here rolls the reservation back);
-5. draw noise from the OS generator (from here on nothing is refunded);
-6. commit the ledger entry durably — only then does the answer leave;
-7. post-process: AVG from SUM and COUNT, error bars, formatting.
+4. pass the data gate (:mod:`dalenius.engine.gate`): the reservation becomes a durable charge
+   before any engine call touches a private table — from here on every outcome is charged;
+5. compute the exact, clipped aggregates inside the engine;
+6. draw noise from the OS generator;
+7. commit the ledger entry durably — only then does the answer leave;
+8. post-process: AVG from SUM and COUNT, error bars, formatting.
+
+Steps 1–3 read only the query, the catalog, the ledger and public tables. Any failure in steps
+5–8 is the one fixed :class:`~dalenius.core.errors.EvaluationFailed` outcome, charged.
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ from dalenius.core.errors import (
     DeadlineError,
     InternalError,
     InvalidLossError,
+    PostGateOutcome,
     PrivacyRefusal,
     UserError,
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
+from dalenius.engine.gate import DataGate, GatedEngine
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
 from dalenius.engine.releases import audit_refusal, run_density, run_hierarchy
@@ -101,6 +108,8 @@ class Session:
         self.executor = executor
         self.analyst = analyst
         self.confidence = _confidence(confidence)
+        self.gate = DataGate(ledger, executor)
+        """The only path from this session to the engine for private tables."""
 
     @property
     def dataset(self) -> str:
@@ -158,7 +167,8 @@ class Session:
         Raises:
             QueryError: the SQL cannot be answered (nothing spent).
             BudgetExceededError: the loss exceeds what remains (nothing spent).
-            ExecutionError: the engine failed before noise was drawn (the reservation is rolled back).
+            EvaluationFailed: the request failed after the data gate; the loss was charged. Its
+                text never changes; the engine's message is in the custodian's audit trail.
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         try:
@@ -183,8 +193,6 @@ class Session:
         # reserve() writes the audit line itself, also when it refuses for lack of budget.
         outcome = self.ledger.reserve(request)
         if isinstance(outcome, CachedAnswer):
-            if json.loads(outcome.answer).get("outcome") == "deadline":
-                raise DeadlineError()
             noisy = _decode(outcome.answer)
             answer = post_process(plan, noisy, conf)
             return Result.from_answer(
@@ -203,7 +211,7 @@ class Session:
         try:
             return deadline.run(
                 lambda claim: self._release(reservation, prepared, conf, claim),
-                on_miss=lambda: self._missed(reservation, sql, deadline),
+                on_miss=lambda: self._missed(reservation, deadline),
                 interrupt=self.executor.interrupt,
             )
         except DeadlineMissed:
@@ -216,23 +224,27 @@ class Session:
         conf: float,
         claim: Callable[[], bool],
     ) -> Result:
-        """Everything after the reservation: engine, noise, commit, post-processing."""
+        """Everything after the reservation: the data gate, engine, noise, commit, post-processing.
+
+        ``claim`` (constant-time mode) says whether the outcome may still be made durable; once
+        the deadline was declared missed, the miss path has recorded the outcome.
+        """
         plan = prepared.plan
-        noisy = self._run(reservation, prepared)
-        if not claim():
-            # The deadline was declared missed meanwhile: the miss path records the outcome.
-            raise DeadlineMissed(plan_class(plan))
-        entry_id = self.ledger.commit(reservation, _encode(noisy))
-        answer = post_process(plan, noisy, conf)
-        return Result.from_answer(
-            answer,
-            loss=plan.loss,
-            remaining=self.remaining(),
-            confidence=conf,
-            cached=False,
-            entry_id=entry_id,
-            accuracy=_accuracy(prepared),
-        )
+        with self.gate.passage(reservation) as engine:
+            noisy = self._evaluate(engine, prepared)
+            if not claim():
+                raise DeadlineMissed(plan_class(plan))
+            entry_id = self.ledger.commit(reservation, _encode(noisy))
+            answer = post_process(plan, noisy, conf)
+            return Result.from_answer(
+                answer,
+                loss=plan.loss,
+                remaining=self.remaining(),
+                confidence=conf,
+                cached=False,
+                entry_id=entry_id,
+                accuracy=_accuracy(prepared),
+            )
 
     def _deadline(self, plan: DPQuery, arrival: float) -> Deadline | None:
         """The release deadline of ``plan`` in constant-time mode (``None`` otherwise).
@@ -253,23 +265,15 @@ class Session:
             )
         return Deadline(arrival, seconds, kind)
 
-    def _missed(self, reservation: Reservation, sql: str, deadline: Deadline) -> None:
+    def _missed(self, reservation: Reservation, deadline: Deadline) -> None:
         """A missed deadline: the loss stays charged, the miss is audited and alerted."""
         detail = (
             f"release deadline of {deadline.seconds * 1000:.1f} ms missed "
             f"(plan class {deadline.plan_class})"
         )
-        self.ledger.commit(
-            reservation, json.dumps({"format": ANSWER_FORMAT, "outcome": "deadline"})
-        )
-        self.ledger.record(
-            principal=self.analyst,
-            dataset=self.dataset,
-            sql=sql,
-            outcome="deadline",
-            detail=detail,
-            plan_hash=reservation.request.plan_hash,
-        )
+        # A miss is a post-gate outcome even if the worker has not reached the gate yet: the
+        # charge is made here, and the worker's own gate then refuses to call the engine.
+        self.gate.close_with(reservation, detail, PostGateOutcome.DEADLINE)
         _alerts.warning("dataset %r: %s", self.dataset, detail)
 
     def plan_batch(
@@ -433,24 +437,22 @@ class Session:
             entry_id=entry_id,
         )
 
-    def read_exact(
+    def through_gate(
         self,
         reservation: Reservation,
         tables: Sequence[Table],
-        compute: Callable[[Callable[[str], list[Any]]], T],
+        work: Callable[[Callable[[str], list[Any]]], T],
     ) -> T:
-        """Run ``compute`` on the engine for a reserved release: the one data path of releases.
+        """Run ``work`` behind the data gate for a reserved release: the one data path of releases.
 
-        ``compute`` receives a ``fetch(sql)`` function; whatever it returns is the exact input of
-        the noise. A failure before any noise is drawn returns the reservation.
+        The reservation is charged durably first; ``work`` then receives a ``fetch(sql)`` function
+        and computes the exact values, draws the noise and commits. Any failure in it is charged
+        and becomes the one fixed :class:`~dalenius.core.errors.EvaluationFailed` outcome.
         """
-        try:
+        with self.gate.passage(reservation) as engine:
             for table in tables:
-                self.executor.prepare(table)
-            return compute(self.executor.fetch)
-        except BaseException as exc:
-            self.ledger.rollback(reservation, f"{type(exc).__name__}: {exc}")
-            raise
+                engine.prepare(table)
+            return work(engine.fetch)
 
     def remaining(self) -> Loss:
         """The budget this analyst has left on this dataset (rounded down)."""
@@ -594,7 +596,11 @@ class Session:
 
     def _multiplicity(self, table_name: str, column: str) -> int:
         table = self.catalog.table(table_name)
-        assert table is not None
+        if table is None or not table.public:
+            # Before the data gate only public tables may reach the engine.
+            raise InternalError(
+                f"the join multiplicity of {table_name!r} would read a private table"
+            )
         self.executor.prepare(table)
         name = table.name.replace('"', '""')
         col = column.replace('"', '""')
@@ -611,20 +617,15 @@ class Session:
             )
         return int(value)
 
-    def _run(self, reservation: Reservation, prepared: _Prepared) -> Noisy:
+    @staticmethod
+    def _evaluate(engine: GatedEngine, prepared: _Prepared) -> Noisy:
+        """Exact aggregates from the engine, then noise: behind the data gate only."""
         plan = prepared.plan
-        try:
-            for table in prepared.tables:
-                self.executor.prepare(table)
-            main = self.executor.fetch(prepared.exact.main)
-            histograms = {name: self.executor.fetch(sql) for name, sql in prepared.exact.histograms}
-            exact = exact_values(plan, main, histograms)
-        except BaseException as exc:
-            # Nothing was drawn from the noise generator yet: the reservation can be returned.
-            self.ledger.rollback(reservation, f"{type(exc).__name__}: {exc}")
-            raise
-        # From here on the exact values have met the noise: no refund, whatever happens.
-        return add_noise(plan, exact)
+        for table in prepared.tables:
+            engine.prepare(table)
+        main = engine.fetch(prepared.exact.main)
+        histograms = {name: engine.fetch(sql) for name, sql in prepared.exact.histograms}
+        return add_noise(plan, exact_values(plan, main, histograms))
 
     def _request_key(self, prepared: _Prepared) -> str:
         versions = "|".join(self.executor.data_version(t) for t in prepared.tables)

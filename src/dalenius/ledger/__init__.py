@@ -1,4 +1,4 @@
-"""L3 ledger: durable budgets, the reserve → commit protocol, the answer cache, the audit trail.
+"""L3 ledger: durable budgets, the reserve → data gate → commit protocol, the answer cache, the audit trail.
 
 Open one with :func:`open_ledger` (``memory:``, a SQLite path, or a ``postgresql://`` URL). The
 composition rules come from :mod:`dalenius.accounting`; the stores only keep the record.
@@ -7,6 +7,7 @@ composition rules come from :mod:`dalenius.accounting`; the stores only keep the
 from dalenius.ledger.base import (
     CHARGED_STATUSES,
     OUTCOMES,
+    PAST_GATE,
     STATUSES,
     AuditRecord,
     BudgetInfo,
@@ -15,6 +16,7 @@ from dalenius.ledger.base import (
     DatasetInfo,
     Ledger,
     LedgerEntry,
+    Recovery,
     RequestInProgressError,
     Reservation,
     open_ledger,
@@ -24,6 +26,7 @@ from dalenius.ledger.base import (
 __all__ = [
     "CHARGED_STATUSES",
     "OUTCOMES",
+    "PAST_GATE",
     "STATUSES",
     "AuditRecord",
     "BudgetInfo",
@@ -32,6 +35,7 @@ __all__ = [
     "DatasetInfo",
     "Ledger",
     "LedgerEntry",
+    "Recovery",
     "RequestInProgressError",
     "Reservation",
     "open_ledger",

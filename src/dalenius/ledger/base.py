@@ -1,20 +1,26 @@
 """The budget ledger's interface: what every store (in-memory, SQLite, PostgreSQL) promises.
 
-The engine drives a ledger with a three-step protocol around every release:
+The engine drives a ledger through four steps around every release, and the *data gate* divides
+them: nothing before it has touched a private relation, everything after it has (or may have).
 
 1. :meth:`Ledger.reserve` — *before* any data is read, atomically check every cap (the analyst's
-   budget on the dataset and the dataset's total cap, counting pending reservations as spent) and
-   record a pending reservation; or return the committed answer of an identical earlier request
-   (:class:`CachedAnswer`, no charge); or raise
+   budget on the dataset and the dataset's total cap, counting held reservations as spent) and
+   record a ``pending`` reservation; or return the committed answer of an identical earlier
+   request (:class:`CachedAnswer`, no charge); or raise
    :class:`~dalenius.core.errors.BudgetExceededError`.
-2. :meth:`Ledger.commit` — after noise is drawn and *before* the answer leaves, make the charge
-   and the answer durable.
-3. :meth:`Ledger.rollback` — only for a failure *before* noise was drawn; the reservation is
-   refunded.
+2. :meth:`Ledger.charge` — the data gate: the reservation becomes a durable charge (``charged``,
+   synced) *before* the first engine call that binds, plans or reads a private relation. Until
+   then :meth:`Ledger.release` may return it (``rolled_back``): a refusal decided from the query,
+   the catalog and the ledger costs nothing.
+3. :meth:`Ledger.commit` — after noise is drawn and *before* the answer leaves, make the answer
+   durable (``committed``).
+4. :meth:`Ledger.fail` — any other outcome after the gate (an engine error, a time limit, a
+   cancellation): the charge stays (``failed``). Nothing moves from charged back to returned, so a
+   failure that depends on the data is never a free query.
 
-A reservation that is neither committed nor rolled back (its process crashed) stays charged: noise
-may have been drawn and seen, so a refund could overspend. :meth:`Ledger.recover` marks such stale
-reservations ``lost`` and keeps them charged. Every step leaves an :class:`AuditRecord`.
+A process killed before the gate leaves a ``pending`` reservation that provably read nothing:
+:meth:`Ledger.recover` returns it. One killed after the gate leaves a ``charged`` entry, which
+``recover`` marks ``lost`` and keeps charged. Every step leaves an :class:`AuditRecord`.
 """
 
 from __future__ import annotations
@@ -26,29 +32,52 @@ from types import TracebackType
 from typing import Final
 
 from dalenius.accounting import Definition
-from dalenius.core.errors import ConfigurationError, UserError
+from dalenius.core.errors import ConfigurationError, PostGateOutcome, UserError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 
 PENDING: Final = "pending"
-"""Status of a reservation whose release is in progress (counts as spent)."""
+"""Status of a reservation held before the data gate (counts as spent; may still be returned)."""
+CHARGED: Final = "charged"
+"""Status of a reservation that passed the data gate: the engine may read the data (spent)."""
 COMMITTED: Final = "committed"
 """Status of a released answer (counts as spent)."""
+FAILED: Final = "failed"
+"""Status of a charge whose request failed after the data gate (counts as spent, never returned)."""
 ROLLED_BACK: Final = "rolled_back"
-"""Status of a reservation refunded because the request failed before noise was drawn."""
+"""Status of a reservation returned before the data gate: no engine call had read the data."""
 LOST: Final = "lost"
-"""Status of a reservation abandoned by a crashed process (counts as spent, never refunded)."""
-CHARGED_STATUSES: Final = (PENDING, COMMITTED, LOST)
+"""Status of a charge abandoned after the data gate by a stopped process (counts as spent)."""
+CHARGED_STATUSES: Final = (PENDING, CHARGED, COMMITTED, FAILED, LOST)
 """Statuses whose loss counts against budgets."""
-STATUSES: Final = (PENDING, COMMITTED, ROLLED_BACK, LOST)
+PAST_GATE: Final = (CHARGED, COMMITTED, FAILED, LOST)
+"""Statuses of entries that passed the data gate; none of them can ever be returned."""
+STATUSES: Final = (PENDING, CHARGED, COMMITTED, FAILED, ROLLED_BACK, LOST)
 
 RESERVED: Final = "reserved"
+GATED: Final = "charged"
+"""Audit outcome of the data gate (the same word as the status it writes)."""
 ANSWERED: Final = "answered"
 CACHED: Final = "cached"
 REFUSED: Final = "refused"
-FAILED: Final = "failed"
+RETURNED: Final = "returned"
+"""Audit outcome of a reservation returned before the data gate."""
+EXHAUSTED: Final = "exhausted"
+"""Audit outcome of a fail-closed dataset closing an analyst's budget after a failure."""
 BUDGET_SET: Final = "budget_set"
 DATASET_SET: Final = "dataset_set"
-OUTCOMES: Final = (RESERVED, ANSWERED, CACHED, REFUSED, FAILED, LOST, BUDGET_SET, DATASET_SET)
+OUTCOMES: Final = (
+    RESERVED,
+    GATED,
+    ANSWERED,
+    CACHED,
+    REFUSED,
+    FAILED,
+    RETURNED,
+    LOST,
+    EXHAUSTED,
+    BUDGET_SET,
+    DATASET_SET,
+)
 """Audit outcomes the ledger itself writes; :meth:`Ledger.record` may add others."""
 
 
@@ -108,7 +137,7 @@ class ChargeRequest:
 
 @dataclass(frozen=True)
 class Reservation:
-    """A pending charge: its loss is held until :meth:`Ledger.commit` or :meth:`Ledger.rollback`."""
+    """A held loss: returned by :meth:`Ledger.release` before the gate, charged from it on."""
 
     id: str
     request: ChargeRequest
@@ -154,8 +183,9 @@ class LedgerEntry:
         status: one of :data:`STATUSES`.
         answer: the JSON text released, for committed entries.
         created_at: when the reservation was made (UTC); budget periods use this time.
-        finished_at: when it was committed, rolled back or marked lost (UTC).
-        detail: why it was rolled back or lost; empty otherwise.
+        finished_at: when it was committed, failed, returned or marked lost (UTC).
+        detail: why it was returned, failed or lost; empty otherwise. Never the engine's message
+            (analysts may read their own entries): that goes to the audit trail only.
     """
 
     id: str
@@ -192,7 +222,8 @@ class AuditRecord:
         plan_hash: hash of the plan, when there was one.
         loss: the loss involved, when there was one.
         outcome: one of :data:`OUTCOMES`, or a caller's own outcome from :meth:`Ledger.record`.
-        detail: a human-readable explanation (error message, rollback reason, new budget).
+        detail: a human-readable explanation (error message, why a reservation was returned or
+            failed, the new budget). Custodian-only: it may hold an engine's message.
         entry_id: the ledger entry this line is about, if any.
     """
 
@@ -210,11 +241,30 @@ class AuditRecord:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """A dataset known to the ledger: its accounting definition and optional total cap."""
+    """A dataset known to the ledger: its accounting definition and optional total cap.
+
+    Attributes:
+        fail_closed: whether a failure after the data gate also exhausts the analyst's budget on
+            the dataset (one data-dependent failure bit per analyst, at most).
+    """
 
     name: str
     definition: Definition
     total_cap: Loss | None
+    fail_closed: bool = False
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What :meth:`Ledger.recover` did to the reservations abandoned by stopped processes.
+
+    Attributes:
+        returned: reservations that never reached the data gate (nothing was read): returned.
+        lost: charges past the data gate that were never finished: marked lost, still charged.
+    """
+
+    returned: tuple[str, ...]
+    lost: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -227,6 +277,8 @@ class BudgetInfo:
         cap: the cap, in the dataset's definition (converted down from what the custodian gave).
         refresh_days: length of a budget period in days; ``None`` for a budget that never refreshes.
         anchor: when the budget was first set; periods start at ``anchor + k·refresh_days``.
+        exhausted_at: when a failure after the data gate on a fail-closed dataset closed this
+            budget (nothing remains until the custodian sets it again); ``None`` if open.
     """
 
     principal: str
@@ -234,6 +286,7 @@ class BudgetInfo:
     cap: Loss
     refresh_days: int | None
     anchor: datetime
+    exhausted_at: datetime | None = None
 
 
 class Ledger(abc.ABC):
@@ -245,14 +298,21 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     def set_dataset(
-        self, dataset: str, *, definition: str = "pure", total_cap: Loss | None = None
+        self,
+        dataset: str,
+        *,
+        definition: str = "pure",
+        total_cap: Loss | None = None,
+        fail_closed: bool | None = None,
     ) -> None:
         """Register a dataset's accounting definition and, optionally, its total cap.
 
         The total cap bounds the sum of every analyst's charges on the dataset (analysts who
         collude add their losses). ``total_cap=None`` leaves an existing cap in place; use
         :meth:`remove_total_cap` to lift it. The definition cannot change once budgets or charges
-        exist, because stored sums are in the old definition's type.
+        exist, because stored sums are in the old definition's type. ``fail_closed`` (``None``
+        leaves it as it is; new datasets start without it) makes a failure after the data gate
+        also exhaust that analyst's budget on the dataset.
         """
 
     @abc.abstractmethod
@@ -266,7 +326,8 @@ class Ledger(abc.ABC):
         """Set an analyst's cap on a dataset, converted down to the dataset's definition.
 
         An unknown dataset is registered with the definition matching the cap's type. With
-        ``refresh_days``, only charges inside the current period count against the cap.
+        ``refresh_days``, only charges inside the current period count against the cap. Setting a
+        budget re-opens one a fail-closed failure exhausted.
         """
 
     @abc.abstractmethod
@@ -285,12 +346,19 @@ class Ledger(abc.ABC):
     def spent(self, principal: str, dataset: str) -> Loss:
         """What the analyst has spent in the current period, in the dataset's definition.
 
-        Pending and lost reservations count; rolled-back ones do not. Rounded up.
+        Every entry counts except reservations returned before the data gate. Rounded up.
         """
 
     @abc.abstractmethod
     def total_spent(self, dataset: str) -> Loss:
         """What every analyst together has spent on the dataset, ever (for the total cap)."""
+
+    @abc.abstractmethod
+    def failure_counts(self) -> dict[str, int]:
+        """How many requests failed after the data gate, per dataset (those with none are absent).
+
+        Lost entries count too: their process stopped after the gate.
+        """
 
     @abc.abstractmethod
     def reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer:
@@ -307,23 +375,66 @@ class Ledger(abc.ABC):
                 audited).
             ConfigurationError: if the loss has no sound conversion to the dataset's definition,
                 or the idempotency key was already used for a different request.
-            RequestInProgressError: if the idempotency key belongs to a pending reservation.
+            RequestInProgressError: if the idempotency key belongs to a request in progress.
+            EvaluationFailed: if the idempotency key belongs to a request that failed after the
+                data gate (the recorded failure, at no new cost).
+        """
+
+    @abc.abstractmethod
+    def charge(self, reservation: Reservation) -> None:
+        """The data gate: make a pending reservation a durable charge (synced) before data is read.
+
+        Raises:
+            InternalError: the reservation is not pending (it was returned — by :meth:`release`
+                or :meth:`recover` — or already charged); no engine call may follow.
+        """
+
+    @abc.abstractmethod
+    def release(self, reservation: Reservation, reason: str) -> bool:
+        """Return a reservation that never reached the data gate.
+
+        Returns:
+            ``True`` if it was returned (or already was), ``False`` if it had passed the gate: it
+            stays charged and the caller must treat the request as failed after the gate.
         """
 
     @abc.abstractmethod
     def commit(self, reservation: Reservation, answer: str) -> str:
-        """Record the released answer durably (the transaction is synced); return the entry id."""
+        """Record the released answer durably (the transaction is synced); return the entry id.
+
+        Raises:
+            InternalError: the reservation never passed the data gate, or failed, or was
+                committed already.
+        """
 
     @abc.abstractmethod
-    def rollback(self, reservation: Reservation, reason: str) -> None:
-        """Refund a reservation whose request failed before any noise was drawn."""
+    def fail(
+        self,
+        reservation: Reservation,
+        detail: str,
+        outcome: PostGateOutcome = PostGateOutcome.FAILED,
+    ) -> PostGateOutcome:
+        """Record a failure after the data gate: the charge stays (``failed``).
+
+        Returns the outcome on record: ``outcome``, or for an entry that had already failed, the
+        outcome recorded then (a missed deadline stays a missed deadline).
+
+        ``detail`` (the engine's message) goes to the audit trail only; the entry keeps
+        ``outcome``'s constant code, so a retry returns the same outcome. On a fail-closed dataset
+        the analyst's budget there is exhausted in the same transaction. A committed or already
+        failed entry is left as it is.
+
+        Raises:
+            InternalError: the reservation never passed the gate (use :meth:`release`).
+        """
 
     @abc.abstractmethod
-    def recover(self, older_than: timedelta = timedelta(minutes=10)) -> list[str]:
-        """Mark reservations pending for longer than ``older_than`` as lost (still charged).
+    def recover(self, older_than: timedelta = timedelta(minutes=10)) -> Recovery:
+        """Finish the entries a stopped process left for longer than ``older_than``.
 
-        Returns:
-            The ids of the entries marked lost.
+        A ``pending`` reservation never reached the data gate (the gate's charge is durable
+        before any engine call), so it is returned; a ``charged`` one is marked ``lost`` and
+        stays charged.
         """
 
     @abc.abstractmethod

@@ -153,3 +153,24 @@ def approx_needed(principal: str, dataset: str, cap: Loss | None) -> str:
         "--delta 1e-5 --definition approx` (charges so far carry over as (ε, 0)); "
         "or group by columns with public keys."
     )
+
+
+def exhausted(
+    principal: str, dataset: str, request: Loss, budget: BudgetInfo
+) -> BudgetExceededError:
+    """The refusal for an analyst whose budget a fail-closed failure exhausted."""
+    measure, requested = components(request)[0]
+    when = budget.exhausted_at.isoformat(timespec="seconds") if budget.exhausted_at else "?"
+    return BudgetExceededError(
+        requested=requested,
+        remaining=requested - requested,
+        measure=measure,
+        scope=(
+            f"analyst {principal!r} on dataset {dataset!r}, whose budget was exhausted at {when} "
+            "by a request that failed after the data gate (the dataset fails closed)"
+        ),
+        fix=(
+            "ask the custodian to set the budget again "
+            f"(`dalenius budget set --analyst {principal} --dataset {dataset} ...`)."
+        ),
+    )

@@ -2,16 +2,22 @@
 
 Losses are exact text (see :mod:`dalenius.ledger.codec`); times are ISO-8601 UTC text. Every table
 is prefixed ``dalenius_`` so the ledger can live in a database shared with other applications. A
-partial unique index makes an idempotency key name at most one charge that is not rolled back, so
+partial unique index makes an idempotency key name at most one charge that was not returned, so
 even a store shared by several gateway processes cannot charge one retried request twice.
+
+Version 2 added the data gate's states (``charged``, ``failed``), a dataset's ``fail_closed``
+setting and a budget's ``exhausted_at``; :func:`migrations` upgrades a version-1 store in place.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 """Stored in ``dalenius_meta``; a store written by another version is refused, not guessed at."""
+
+UPGRADABLE = ("1",)
+"""Older versions :func:`migrations` upgrades."""
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -23,6 +29,55 @@ _AUTO_KEY: dict[Dialect, str] = {
     "sqlite": "INTEGER PRIMARY KEY AUTOINCREMENT",
     "postgres": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
 }
+
+
+_STATUS_LIST = "('pending', 'charged', 'committed', 'failed', 'rolled_back', 'lost')"
+"""Every status of a charge (see :mod:`dalenius.ledger.base`)."""
+
+_V1_CHARGE_COLUMNS = (
+    "id, principal, dataset, sql_text, plan_hash, request_key, idempotency_key, loss, charged, "
+    "status, answer, created_at, finished_at, detail"
+)
+
+
+def migrations(dialect: Dialect, version: str) -> list[str]:
+    """The statements that upgrade a store written at ``version`` to :data:`SCHEMA_VERSION`.
+
+    Run after :func:`statements` (which creates nothing that exists) inside the same transaction.
+    SQLite cannot change a ``CHECK`` constraint, so its charges table is copied into a new one.
+
+    Example:
+        >>> migrations("sqlite", SCHEMA_VERSION)
+        []
+    """
+    if version == SCHEMA_VERSION:
+        return []
+    time = _TIME[dialect]
+    columns = [
+        "ALTER TABLE dalenius_datasets ADD COLUMN fail_closed INTEGER NOT NULL DEFAULT 0",
+        f"ALTER TABLE dalenius_budgets ADD COLUMN exhausted_at {time}",
+    ]
+    if dialect == "postgres":
+        return [
+            *columns,
+            "ALTER TABLE dalenius_charges DROP CONSTRAINT IF EXISTS dalenius_charges_status_check",
+            "ALTER TABLE dalenius_charges ADD CONSTRAINT dalenius_charges_status_check "
+            f"CHECK (status IN {_STATUS_LIST})",
+        ]
+    create = next(s for s in statements(dialect) if "TABLE IF NOT EXISTS dalenius_charges" in s)
+    return [
+        *columns,
+        "ALTER TABLE dalenius_charges RENAME TO dalenius_charges_v1",
+        "DROP INDEX IF EXISTS dalenius_charges_by_owner",
+        "DROP INDEX IF EXISTS dalenius_charges_by_request",
+        "DROP INDEX IF EXISTS dalenius_charges_by_status",
+        "DROP INDEX IF EXISTS dalenius_charges_idempotency",
+        create,
+        f"INSERT INTO dalenius_charges ({_V1_CHARGE_COLUMNS}) "
+        f"SELECT {_V1_CHARGE_COLUMNS} FROM dalenius_charges_v1",
+        "DROP TABLE dalenius_charges_v1",
+        *(s for s in statements(dialect) if "INDEX IF NOT EXISTS dalenius_charges" in s),
+    ]
 
 
 def statements(dialect: Dialect) -> list[str]:
@@ -42,7 +97,8 @@ def statements(dialect: Dialect) -> list[str]:
             name TEXT PRIMARY KEY,
             definition TEXT NOT NULL CHECK (definition IN ('pure', 'approx', 'zcdp')),
             total_cap TEXT,
-            created_at {time} NOT NULL
+            created_at {time} NOT NULL,
+            fail_closed INTEGER NOT NULL DEFAULT 0
         )""",
         f"""CREATE TABLE IF NOT EXISTS dalenius_budgets (
             principal TEXT NOT NULL,
@@ -50,6 +106,7 @@ def statements(dialect: Dialect) -> list[str]:
             cap TEXT NOT NULL,
             refresh_days INTEGER CHECK (refresh_days IS NULL OR refresh_days >= 1),
             anchor {time} NOT NULL,
+            exhausted_at {time},
             PRIMARY KEY (principal, dataset)
         )""",
         f"""CREATE TABLE IF NOT EXISTS dalenius_charges (
@@ -62,8 +119,7 @@ def statements(dialect: Dialect) -> list[str]:
             idempotency_key TEXT,
             loss TEXT NOT NULL,
             charged TEXT NOT NULL,
-            status TEXT NOT NULL
-                CHECK (status IN ('pending', 'committed', 'rolled_back', 'lost')),
+            status TEXT NOT NULL CHECK (status IN {_STATUS_LIST}),
             answer TEXT,
             created_at {time} NOT NULL,
             finished_at {time},

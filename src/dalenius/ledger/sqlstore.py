@@ -33,22 +33,34 @@ from dalenius.accounting import (
     zero_loss,
 )
 from dalenius.accounting import remaining as remaining_of
-from dalenius.core.errors import ConfigurationError, InternalError, UserError
+from dalenius.core.errors import (
+    ConfigurationError,
+    DaleniusError,
+    EvaluationFailed,
+    InternalError,
+    PostGateOutcome,
+    UserError,
+    post_gate_error,
+)
 from dalenius.core.loss import Loss
 from dalenius.ledger import policy
 from dalenius.ledger.base import (
     ANSWERED,
     BUDGET_SET,
     CACHED,
-    CHARGED_STATUSES,
+    CHARGED,
     COMMITTED,
     DATASET_SET,
+    EXHAUSTED,
     FAILED,
+    GATED,
     LOST,
     PENDING,
     REFUSED,
     RESERVED,
+    RETURNED,
     ROLLED_BACK,
+    STATUSES,
     AuditRecord,
     BudgetInfo,
     CachedAnswer,
@@ -56,13 +68,14 @@ from dalenius.ledger.base import (
     DatasetInfo,
     Ledger,
     LedgerEntry,
+    Recovery,
     RequestInProgressError,
     Reservation,
     _require_loss,
     _require_name,
 )
 from dalenius.ledger.codec import decode_loss, decode_time, encode_loss, encode_time
-from dalenius.ledger.schema import SCHEMA_VERSION, Dialect, statements
+from dalenius.ledger.schema import SCHEMA_VERSION, UPGRADABLE, Dialect, migrations, statements
 
 Row = tuple[Any, ...]
 
@@ -71,7 +84,9 @@ _CHARGE_COLUMNS = (
     "status, answer, created_at, finished_at, detail"
 )
 _AUDIT_COLUMNS = "seq, at, principal, dataset, sql_text, plan_hash, loss, outcome, detail, entry_id"
-_CHARGED_IN = "status IN ('pending', 'committed', 'lost')"
+_CHARGED_IN = "status IN ('pending', 'charged', 'committed', 'failed', 'lost')"
+_DATASET_COLUMNS = "name, definition, total_cap, fail_closed"
+_BUDGET_COLUMNS = "principal, dataset, cap, refresh_days, anchor, exhausted_at"
 _RETRIES = 5
 
 
@@ -196,10 +211,17 @@ class SqlLedger(Ledger):
                     (SCHEMA_VERSION,),
                 )
             elif rows[0][0] != SCHEMA_VERSION:
-                raise ConfigurationError(
-                    f"This ledger was written with schema version {rows[0][0]}; "
-                    f"this Dalenius reads version {SCHEMA_VERSION}.",
-                    fix="open it with the Dalenius version that created it.",
+                if rows[0][0] not in UPGRADABLE:
+                    raise ConfigurationError(
+                        f"This ledger was written with schema version {rows[0][0]}; "
+                        f"this Dalenius reads version {SCHEMA_VERSION}.",
+                        fix="open it with the Dalenius version that created it.",
+                    )
+                for statement in migrations(self.dialect, rows[0][0]):
+                    tx.run(statement)
+                tx.run(
+                    "UPDATE dalenius_meta SET value = ? WHERE key = 'schema_version'",
+                    (SCHEMA_VERSION,),
                 )
 
     def _retrying(self, action: Callable[[], Any]) -> Any:
@@ -244,21 +266,17 @@ class SqlLedger(Ledger):
 
     def _dataset(self, tx: Runner, name: str, *, lock: bool = False) -> DatasetInfo | None:
         rows = tx.run(
-            "SELECT name, definition, total_cap FROM dalenius_datasets WHERE name = ?"
+            f"SELECT {_DATASET_COLUMNS} FROM dalenius_datasets WHERE name = ?"
             + (self.for_update if lock else ""),
             (name,),
         )
-        if not rows:
-            return None
-        name, definition, cap = rows[0]
-        total = None if cap is None else decode_loss(cap)
-        return DatasetInfo(name, parse_definition(definition), total)
+        return _dataset_info(rows[0]) if rows else None
 
     def _budget(
         self, tx: Runner, principal: str, dataset: str, *, lock: bool = False
     ) -> BudgetInfo | None:
         rows = tx.run(
-            "SELECT principal, dataset, cap, refresh_days, anchor FROM dalenius_budgets "
+            f"SELECT {_BUDGET_COLUMNS} FROM dalenius_budgets "
             "WHERE principal = ? AND dataset = ?" + (self.for_update if lock else ""),
             (principal, dataset),
         )
@@ -304,7 +322,7 @@ class SqlLedger(Ledger):
         if info is None:
             return zero_loss("pure")
         budget = self._budget(tx, principal, dataset)
-        if budget is None:
+        if budget is None or budget.exhausted_at is not None:
             return zero_loss(info.definition)
         since = policy.period_start(budget, now)
         left = remaining_of(self._sum(tx, info.definition, dataset, principal, since), budget.cap)
@@ -313,7 +331,7 @@ class SqlLedger(Ledger):
             left = minimum(left, shared)
         return left
 
-    def _charge(self, tx: Runner, reservation_id: str) -> LedgerEntry:
+    def _locked_entry(self, tx: Runner, reservation_id: str) -> LedgerEntry:
         rows = tx.run(
             f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE id = ?" + self.for_update,
             (reservation_id,),
@@ -325,9 +343,19 @@ class SqlLedger(Ledger):
     # -- datasets and budgets ----------------------------------------------------------------
 
     def set_dataset(
-        self, dataset: str, *, definition: str = "pure", total_cap: Loss | None = None
+        self,
+        dataset: str,
+        *,
+        definition: str = "pure",
+        total_cap: Loss | None = None,
+        fail_closed: bool | None = None,
     ) -> None:
         """Register a dataset's definition and, optionally, its total cap (see :class:`Ledger`)."""
+        if fail_closed is not None and not isinstance(fail_closed, bool):
+            raise ConfigurationError(
+                f"fail_closed must be True or False, got {fail_closed!r}.",
+                fix="pass fail_closed=True to exhaust an analyst's budget after a failure.",
+            )
         _require_name(dataset, "dataset")
         target = parse_definition(definition)
         cap: Loss | None = None
@@ -335,21 +363,24 @@ class SqlLedger(Ledger):
             _require_loss(total_cap, "total cap")
             cap = cap_as(total_cap, target)
         with self._lock:
-            self._retrying(lambda: self._set_dataset(dataset, target, cap))
+            self._retrying(lambda: self._set_dataset(dataset, target, cap, fail_closed))
 
-    def _set_dataset(self, dataset: str, definition: Definition, cap: Loss | None) -> None:
+    def _set_dataset(
+        self, dataset: str, definition: Definition, cap: Loss | None, fail_closed: bool | None
+    ) -> None:
         with self._transaction(write=True) as tx:
             now = self._now()
             current = self._dataset(tx, dataset, lock=True)
             if current is None:
                 tx.run(
-                    "INSERT INTO dalenius_datasets (name, definition, total_cap, created_at) "
-                    "VALUES (?, ?, ?, ?)",
+                    "INSERT INTO dalenius_datasets (name, definition, total_cap, created_at, "
+                    "fail_closed) VALUES (?, ?, ?, ?, ?)",
                     (
                         dataset,
                         definition,
                         None if cap is None else encode_loss(cap),
                         encode_time(now),
+                        int(bool(fail_closed)),
                     ),
                 )
             else:
@@ -359,10 +390,18 @@ class SqlLedger(Ledger):
                         cap = converted
                 tx.run(
                     "UPDATE dalenius_datasets SET definition = ?, "
-                    "total_cap = COALESCE(?, total_cap) WHERE name = ?",
-                    (definition, None if cap is None else encode_loss(cap), dataset),
+                    "total_cap = COALESCE(?, total_cap), fail_closed = COALESCE(?, fail_closed) "
+                    "WHERE name = ?",
+                    (
+                        definition,
+                        None if cap is None else encode_loss(cap),
+                        None if fail_closed is None else int(fail_closed),
+                        dataset,
+                    ),
                 )
             detail = f"definition {definition}" + ("" if cap is None else f", total cap {cap}")
+            if fail_closed is not None:
+                detail += ", fail closed" if fail_closed else ", fail open"
             self._audit(
                 tx,
                 at=now,
@@ -486,7 +525,7 @@ class SqlLedger(Ledger):
             tx.run(
                 "INSERT INTO dalenius_budgets (principal, dataset, cap, refresh_days, anchor) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT (principal, dataset) DO UPDATE SET "
-                "cap = excluded.cap, refresh_days = excluded.refresh_days",
+                "cap = excluded.cap, refresh_days = excluded.refresh_days, exhausted_at = NULL",
                 (principal, dataset, encode_loss(stored), refresh_days, encode_time(anchor)),
             )
             every = "" if refresh_days is None else f", refreshed every {refresh_days} days"
@@ -534,14 +573,14 @@ class SqlLedger(Ledger):
                 f"reserve() takes a ChargeRequest, got {type(request).__name__}."
             )
         with self._lock:
-            outcome: Reservation | CachedAnswer | UserError = self._retrying(
+            outcome: Reservation | CachedAnswer | DaleniusError = self._retrying(
                 lambda: self._reserve(request)
             )
-        if isinstance(outcome, UserError):
+        if isinstance(outcome, DaleniusError):
             raise outcome
         return outcome
 
-    def _reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer | UserError:
+    def _reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer | DaleniusError:
         with self._transaction(write=True) as tx:
             now = self._now()
             # Locks the dataset row first (PostgreSQL), so checks and insert are one atomic step
@@ -564,7 +603,19 @@ class SqlLedger(Ledger):
                     entry_id=decision.entry_id,
                 )
                 return decision
-            if isinstance(decision, UserError):
+            if isinstance(decision, EvaluationFailed):
+                self._audit(
+                    tx,
+                    at=now,
+                    principal=request.principal,
+                    dataset=request.dataset,
+                    sql=request.sql,
+                    plan_hash=request.plan_hash,
+                    outcome=CACHED,
+                    detail="the recorded failure after the data gate returned again, at no cost",
+                )
+                return decision
+            if isinstance(decision, DaleniusError):
                 self._audit(
                     tx,
                     at=now,
@@ -574,7 +625,7 @@ class SqlLedger(Ledger):
                     plan_hash=request.plan_hash,
                     loss=request.loss,
                     outcome=REFUSED,
-                    detail=decision.what,
+                    detail=decision.what if isinstance(decision, UserError) else str(decision),
                 )
                 return decision
             reservation = Reservation(uuid.uuid4().hex, request)
@@ -672,7 +723,7 @@ class SqlLedger(Ledger):
         info: DatasetInfo | None,
         budget: BudgetInfo | None,
         now: datetime,
-    ) -> Loss | CachedAnswer | UserError | _Shared:
+    ) -> Loss | CachedAnswer | DaleniusError | _Shared:
         """The answer from the record, a refusal, or the loss to charge (in the dataset's type)."""
         if request.idempotency_key is not None:
             rows = tx.run(
@@ -692,6 +743,8 @@ class SqlLedger(Ledger):
             return CachedAnswer(entry.id, entry.answer or "", entry.loss, entry.created_at)
         if info is None or budget is None:
             return policy.no_budget(request.principal, request.dataset, request.loss)
+        if budget.exhausted_at is not None:
+            return policy.exhausted(request.principal, request.dataset, request.loss, budget)
         try:
             charged = convert(request.loss, info.definition)
         except ConfigurationError as error:
@@ -720,6 +773,40 @@ class SqlLedger(Ledger):
                 return policy.over_total(request.dataset, short)
         return charged
 
+    def charge(self, reservation: Reservation) -> None:
+        """The data gate: pending becomes charged, durably (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            entry = self._locked_entry(tx, reservation.id)
+            if entry.status != PENDING:
+                raise InternalError(
+                    f"Reservation {entry.id} is {entry.status}, not pending; it cannot pass the "
+                    "data gate."
+                )
+            tx.run(
+                "UPDATE dalenius_charges SET status = ? WHERE id = ? AND status = ?",
+                (CHARGED, entry.id, PENDING),
+            )
+            self._audit_entry(tx, now, entry, GATED, "charged at the data gate, before any read")
+
+    def release(self, reservation: Reservation, reason: str) -> bool:
+        """Return a reservation that never reached the data gate (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            entry = self._locked_entry(tx, reservation.id)
+            if entry.status == ROLLED_BACK:
+                return True
+            if entry.status != PENDING:
+                return False
+            tx.run(
+                "UPDATE dalenius_charges SET status = ?, finished_at = ?, detail = ? WHERE id = ?",
+                (ROLLED_BACK, encode_time(now), str(reason), entry.id),
+            )
+            self._audit_entry(
+                tx, now, entry, RETURNED, f"returned before the data gate, nothing spent: {reason}"
+            )
+            return True
+
     def commit(self, reservation: Reservation, answer: str) -> str:
         """Record the released answer durably and return the entry id (see :class:`Ledger`)."""
         if not isinstance(answer, str):
@@ -728,94 +815,114 @@ class SqlLedger(Ledger):
             )
         with self._lock, self._transaction(write=True) as tx:
             now = self._now()
-            entry = self._charge(tx, reservation.id)
-            if entry.status == COMMITTED:
-                raise InternalError(f"Reservation {entry.id} was already committed.")
-            if entry.status == ROLLED_BACK:
+            entry = self._locked_entry(tx, reservation.id)
+            if entry.status not in (CHARGED, LOST):
                 raise InternalError(
-                    f"Reservation {entry.id} was rolled back ({entry.detail}); its answer must "
-                    "not be released."
+                    f"Reservation {entry.id} is {entry.status} ({entry.detail or 'no detail'}); "
+                    "only a charge past the data gate can be committed."
                 )
             tx.run(
                 "UPDATE dalenius_charges SET status = ?, answer = ?, finished_at = ? WHERE id = ?",
                 (COMMITTED, answer, encode_time(now), entry.id),
             )
-            self._audit(
-                tx,
-                at=now,
-                principal=entry.principal,
-                dataset=entry.dataset,
-                sql=entry.sql,
-                plan_hash=entry.plan_hash,
-                loss=entry.charged,
-                outcome=ANSWERED,
-                detail="released"
-                if entry.status == PENDING
-                else "released after being marked lost",
-                entry_id=entry.id,
-            )
+            detail = "released" if entry.status == CHARGED else "released after being marked lost"
+            self._audit_entry(tx, now, entry, ANSWERED, detail)
         return entry.id
 
-    def rollback(self, reservation: Reservation, reason: str) -> None:
-        """Refund a reservation that failed before noise was drawn (see :class:`Ledger`)."""
+    def fail(
+        self,
+        reservation: Reservation,
+        detail: str,
+        outcome: PostGateOutcome = PostGateOutcome.FAILED,
+    ) -> PostGateOutcome:
+        """Record a failure after the data gate; the charge stays (see :class:`Ledger`)."""
         with self._lock, self._transaction(write=True) as tx:
             now = self._now()
-            entry = self._charge(tx, reservation.id)
-            if entry.status == ROLLED_BACK:
-                return
+            entry = self._locked_entry(tx, reservation.id)
+            if entry.status == FAILED:
+                return PostGateOutcome.from_code(entry.detail)
             if entry.status == COMMITTED:
+                return outcome
+            if entry.status not in (CHARGED, LOST):
                 raise InternalError(
-                    f"Reservation {entry.id} was committed; a released answer is never refunded."
+                    f"Reservation {entry.id} is {entry.status}: it never passed the data gate, "
+                    "so it is returned with release(), not failed."
                 )
+            # The entry's own detail is the constant outcome code: analysts may read their
+            # entries; the engine's message goes to the audit trail only.
             tx.run(
                 "UPDATE dalenius_charges SET status = ?, finished_at = ?, detail = ? WHERE id = ?",
-                (ROLLED_BACK, encode_time(now), str(reason), entry.id),
+                (FAILED, encode_time(now), outcome.code, entry.id),
             )
-            self._audit(
-                tx,
-                at=now,
-                principal=entry.principal,
-                dataset=entry.dataset,
-                sql=entry.sql,
-                plan_hash=entry.plan_hash,
-                loss=entry.charged,
-                outcome=FAILED,
-                detail=f"rolled back, nothing spent: {reason}",
-                entry_id=entry.id,
+            audit = FAILED if outcome is PostGateOutcome.FAILED else outcome.code
+            self._audit_entry(
+                tx, now, entry, audit, f"failed after the data gate, charged: {detail}"
             )
+            info = self._dataset(tx, entry.dataset, lock=True)
+            if info is not None and info.fail_closed:
+                tx.run(
+                    "UPDATE dalenius_budgets SET exhausted_at = ? "
+                    "WHERE principal = ? AND dataset = ? AND exhausted_at IS NULL",
+                    (encode_time(now), entry.principal, entry.dataset),
+                )
+                self._audit_entry(
+                    tx, now, entry, EXHAUSTED, "budget exhausted: the dataset fails closed"
+                )
+        return outcome
 
-    def recover(self, older_than: timedelta = timedelta(minutes=10)) -> list[str]:
-        """Mark stale pending reservations as lost; they stay charged (see :class:`Ledger`)."""
+    def recover(self, older_than: timedelta = timedelta(minutes=10)) -> Recovery:
+        """Return stale reservations that never reached the gate; mark stale charges lost."""
         if older_than < timedelta(0):
             raise ConfigurationError(f"older_than must be >= 0, got {older_than}.")
         with self._lock, self._transaction(write=True) as tx:
             now = self._now()
             rows = tx.run(
-                f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE status = 'pending' "
+                f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE status IN (?, ?) "
                 "AND created_at <= ? ORDER BY created_at, id" + self.for_update,
-                (encode_time(now - older_than),),
+                (PENDING, CHARGED, encode_time(now - older_than)),
             )
-            lost = [_entry(row) for row in rows]
-            why = "never committed nor rolled back (its process stopped); kept charged"
-            for entry in lost:
+            stale = [_entry(row) for row in rows]
+            returned = "never reached the data gate (its process stopped); returned"
+            lost = "passed the data gate but never finished (its process stopped); kept charged"
+            for entry in stale:
+                status, why = (ROLLED_BACK, returned) if entry.status == PENDING else (LOST, lost)
                 tx.run(
                     "UPDATE dalenius_charges SET status = ?, finished_at = ?, detail = ? "
                     "WHERE id = ?",
-                    (LOST, encode_time(now), why, entry.id),
+                    (status, encode_time(now), why, entry.id),
                 )
-                self._audit(
-                    tx,
-                    at=now,
-                    principal=entry.principal,
-                    dataset=entry.dataset,
-                    sql=entry.sql,
-                    plan_hash=entry.plan_hash,
-                    loss=entry.charged,
-                    outcome=LOST,
-                    detail=why,
-                    entry_id=entry.id,
-                )
-        return [entry.id for entry in lost]
+                audit = RETURNED if status == ROLLED_BACK else LOST
+                self._audit_entry(tx, now, entry, audit, why)
+        return Recovery(
+            returned=tuple(e.id for e in stale if e.status == PENDING),
+            lost=tuple(e.id for e in stale if e.status == CHARGED),
+        )
+
+    def failure_counts(self) -> dict[str, int]:
+        """Failures after the data gate per dataset (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT dataset, COUNT(*) FROM dalenius_charges WHERE status IN (?, ?) "
+                "GROUP BY dataset ORDER BY dataset",
+                (FAILED, LOST),
+            )
+        return {str(name): int(count) for name, count in rows}
+
+    def _audit_entry(
+        self, tx: Runner, now: datetime, entry: LedgerEntry, outcome: str, detail: str
+    ) -> None:
+        self._audit(
+            tx,
+            at=now,
+            principal=entry.principal,
+            dataset=entry.dataset,
+            sql=entry.sql,
+            plan_hash=entry.plan_hash,
+            loss=entry.charged,
+            outcome=outcome,
+            detail=detail,
+            entry_id=entry.id,
+        )
 
     def record(
         self,
@@ -871,18 +978,15 @@ class SqlLedger(Ledger):
     def datasets(self) -> list[DatasetInfo]:
         """Every registered dataset, by name."""
         with self._lock, self._transaction(write=False) as tx:
-            rows = tx.run("SELECT name, definition, total_cap FROM dalenius_datasets ORDER BY name")
-        return [
-            DatasetInfo(name, parse_definition(d), None if c is None else decode_loss(c))
-            for name, d, c in rows
-        ]
+            rows = tx.run(f"SELECT {_DATASET_COLUMNS} FROM dalenius_datasets ORDER BY name")
+        return [_dataset_info(row) for row in rows]
 
     def budgets(self, principal: str | None = None, dataset: str | None = None) -> list[BudgetInfo]:
         """Every budget, by dataset then analyst, optionally filtered."""
         where, params = _filters(principal, dataset)
         with self._lock, self._transaction(write=False) as tx:
             rows = tx.run(
-                "SELECT principal, dataset, cap, refresh_days, anchor FROM dalenius_budgets"
+                f"SELECT {_BUDGET_COLUMNS} FROM dalenius_budgets"
                 f"{where} ORDER BY dataset, principal",
                 params,
             )
@@ -905,17 +1009,24 @@ class _Shared:
 
 
 def _budget_info(row: Row) -> BudgetInfo:
-    principal, dataset, cap, refresh, anchor = row
+    principal, dataset, cap, refresh, anchor, exhausted = row
     return BudgetInfo(
         principal,
         dataset,
         decode_loss(cap),
         None if refresh is None else int(refresh),
         decode_time(anchor),
+        None if exhausted is None else decode_time(exhausted),
     )
 
 
-def _replay(entry: LedgerEntry, request: ChargeRequest) -> CachedAnswer | UserError:
+def _dataset_info(row: Row) -> DatasetInfo:
+    name, definition, cap, fail_closed = row
+    total = None if cap is None else decode_loss(cap)
+    return DatasetInfo(name, parse_definition(definition), total, bool(fail_closed))
+
+
+def _replay(entry: LedgerEntry, request: ChargeRequest) -> CachedAnswer | DaleniusError:
     """The outcome of a retried request whose idempotency key is already on record."""
     if entry.request_key != request.request_key or entry.dataset != request.dataset:
         return ConfigurationError(
@@ -926,11 +1037,13 @@ def _replay(entry: LedgerEntry, request: ChargeRequest) -> CachedAnswer | UserEr
         )
     if entry.status == COMMITTED:
         return CachedAnswer(entry.id, entry.answer or "", entry.loss, entry.created_at)
+    if entry.status == FAILED:
+        return post_gate_error(PostGateOutcome.from_code(entry.detail))
     if entry.status == LOST:
         return RequestInProgressError(
             f"The request with idempotency key {request.idempotency_key!r} was lost when its "
             f"gateway stopped (entry {entry.id}); it stays charged.",
-            why="noise may have been drawn for it, so it cannot be refunded or silently re-run.",
+            why="it passed the data gate, so it cannot be returned or silently re-run.",
             fix="send the request again with a new idempotency key.",
         )
     return RequestInProgressError(
@@ -953,6 +1066,13 @@ def _invariant_problems(tx: Runner) -> list[str]:
     for principal, dataset, cap in tx.run("SELECT principal, dataset, cap FROM dalenius_budgets"):
         where = f"budget of {principal!r} on {dataset!r}"
         problems.extend(_loss_problems(cap, where, definitions.get(dataset), False))
+    gated = {
+        row[0]
+        for row in tx.run(
+            "SELECT entry_id FROM dalenius_audit WHERE outcome = ? AND entry_id IS NOT NULL",
+            (GATED,),
+        )
+    }
     answered = {
         row[0]
         for row in tx.run(
@@ -977,8 +1097,10 @@ def _invariant_problems(tx: Runner) -> list[str]:
             problems.append(f"entry {ident} has status {status} but answer={answer is not None}")
         if status == COMMITTED and ident not in answered:
             problems.append(f"committed entry {ident} has no 'answered' audit line")
-        if status not in CHARGED_STATUSES and status != ROLLED_BACK:
+        if status not in STATUSES:
             problems.append(f"entry {ident} has unknown status {status!r}")
+        if status in (CHARGED, FAILED) and ident not in gated:
+            problems.append(f"entry {ident} is {status} but has no data-gate audit line")
     return problems
 
 

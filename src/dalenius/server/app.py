@@ -17,16 +17,17 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from dalenius import __version__
-from dalenius.core.errors import DaleniusError, UserError
+from dalenius.core.errors import DaleniusError, EvaluationFailed, UserError
 from dalenius.server.config import GatewayConfig, load_config, with_listen
 from dalenius.server.errors import (
     InvalidRequestError,
     error_body,
+    error_bytes,
     error_headers,
     plain_error,
     status_for,
@@ -51,13 +52,18 @@ def _request_id(request: Request) -> str:
     return str(getattr(request.state, "request_id", ""))
 
 
-def _error_response(request: Request, error: BaseException) -> JSONResponse:
+def _error_response(request: Request, error: BaseException) -> Response:
     body = error_body(error, _request_id(request))
     request.state.error_code = body["error"]["code"]
+    if isinstance(error, EvaluationFailed):
+        # The one fixed outcome after the data gate: the same bytes and status every time.
+        return Response(
+            error_bytes(error, ""), status_code=status_for(error), media_type="application/json"
+        )
     return JSONResponse(body, status_code=status_for(error), headers=error_headers(error))
 
 
-async def _dalenius_error(request: Request, error: Exception) -> JSONResponse:
+async def _dalenius_error(request: Request, error: Exception) -> Response:
     return _error_response(request, error)
 
 
@@ -73,7 +79,7 @@ def _location(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
-async def _validation_error(request: Request, error: Exception) -> JSONResponse:
+async def _validation_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
     problems: dict[str, list[str]] = {}
     for problem in error.errors():

@@ -22,8 +22,12 @@ status  meaning (``code``)
 429     too many requests for this token (``rate_limited``; ``Retry-After`` says when to retry),
         or too many of its queries running at once (``too_many_running``)
 500     a bug in Dalenius (``internal_error``); never a stack trace — the log has it
-503     the engine failed before any noise was drawn, or a registered dataset's files cannot be
-        opened; nothing was spent (``execution_error``, ``dataset_unavailable``)
+502     the request failed after the data gate: the engine had read the data, the loss was
+        charged (``evaluation_failed``); the body is always the same bytes, without a request id
+        (the ``X-Request-ID`` header names the request)
+503     a registered dataset's files cannot be opened, or the engine failed on a public table
+        before anything was reserved; nothing was spent (``dataset_unavailable``,
+        ``execution_error``)
 ====== ======================================================================================
 
 A budget refusal is 409, not 403: the caller is allowed to ask, but the request conflicts with
@@ -32,10 +36,12 @@ what the ledger has recorded; a smaller ε may succeed.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dalenius.core.errors import (
     BudgetExceededError,
+    EvaluationFailed,
     ExecutionError,
     UserError,
 )
@@ -146,21 +152,41 @@ def status_for(error: BaseException) -> int:
         (UserError, 400),
         (ExecutionError, 503),
     )
+    if isinstance(error, EvaluationFailed):
+        return error.outcome.status
     for kind, status in table:
         if isinstance(error, kind):
             return status
     return 500
 
 
+def error_bytes(error: BaseException, request_id: str) -> bytes:
+    """The body bytes for an exception: a post-gate outcome's canonical bytes, else its JSON.
+
+    Example:
+        >>> error_bytes(EvaluationFailed(), "any-id") == EvaluationFailed().body()
+        True
+    """
+    if isinstance(error, EvaluationFailed):
+        return error.body()
+    return json.dumps(error_body(error, request_id)).encode()
+
+
 def error_body(error: BaseException, request_id: str) -> dict[str, Any]:
-    """The JSON body for an exception; internal errors say only that they happened."""
+    """The JSON body for an exception; internal errors say only that they happened.
+
+    A post-gate outcome (:class:`EvaluationFailed`) has its constant body, without a request id.
+    """
+    if isinstance(error, EvaluationFailed):
+        parsed: dict[str, Any] = json.loads(error.body())
+        return parsed
     if isinstance(error, UserError):
         detail = _in_gateway_words(error.to_dict())
     elif isinstance(error, ExecutionError):
         detail = {
             "code": ExecutionError.code,
-            "message": "The database engine failed while computing the exact aggregate; "
-            "nothing was released and nothing was spent.",
+            "message": "The database engine failed on a public table, before anything was "
+            "reserved; nothing was released and nothing was spent.",
             "why": None,
             "fix": "try again; if it persists, tell the curator the request id.",
         }

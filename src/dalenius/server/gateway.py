@@ -29,6 +29,7 @@ from dalenius.accounting import Definition, definition_of, parse_definition, zer
 from dalenius.core.errors import (
     CatalogError,
     ConfigurationError,
+    EvaluationFailed,
     InvalidLossError,
     QueryError,
     UserError,
@@ -343,6 +344,9 @@ class Gateway:
         Before the session sees it, the query's shape is checked and its plan made, so that a
         loss outside the accepted range or below the ε floor is refused with a bounded audit
         line, and nothing unbounded ever reaches the ledger.
+
+        A failure after the data gate — in the session, or here while the committed answer is
+        turned into JSON — is the one fixed :class:`EvaluationFailed` outcome.
         """
         opened = self.open(caller, name)
         session = self._session(caller, opened)
@@ -368,7 +372,17 @@ class Gateway:
             idempotency_key=idempotency_key,
             **targets,
         )
-        return {"dataset": name, **result.to_dict()}
+        try:
+            return {"dataset": name, **result.to_dict()}
+        except Exception as error:
+            _log.warning(
+                "request failed after the data gate: dataset %r, entry %s: the answer could not "
+                "be serialised (%s)",
+                name,
+                result.entry_id,
+                type(error).__name__,
+            )
+            raise EvaluationFailed() from None
 
     def batch(
         self,
@@ -569,6 +583,7 @@ class Gateway:
         """A dataset's definition, total cap and what every analyst together has spent."""
         if self.store.registration(name) is None:
             raise NotFoundError(f"No dataset named {name!r} is registered.")
+        failures = self.ledger.failure_counts().get(name, 0)
         for info in self.ledger.datasets():
             if info.name == name:
                 return {
@@ -576,12 +591,16 @@ class Gateway:
                     "definition": info.definition,
                     "total_cap": describe.loss_json(info.total_cap),
                     "total_spent": describe.loss_json(self.ledger.total_spent(name)),
+                    "fail_closed": info.fail_closed,
+                    "failures": failures,
                 }
         return {
             "dataset": name,
             "definition": "pure",
             "total_cap": None,
             "total_spent": describe.loss_json(zero_loss("pure")),
+            "fail_closed": False,
+            "failures": failures,
         }
 
     def principal(self, name: str) -> dict[str, Any]:

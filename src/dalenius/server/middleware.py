@@ -9,7 +9,6 @@ request's id where operators look).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -26,6 +25,7 @@ from dalenius.server.errors import (
     RequestTooLargeError,
     UnknownHostError,
     error_body,
+    error_bytes,
     error_headers,
     status_for,
 )
@@ -284,7 +284,7 @@ async def _send_error(
     status = status_for(error)
     body = error_body(error, request_id)
     state["error_code"] = body["error"]["code"]
-    payload = json.dumps(body).encode()
+    payload = error_bytes(error, request_id)
     extra = [(k.lower().encode(), v.encode()) for k, v in error_headers(error).items()]
     await send(
         {

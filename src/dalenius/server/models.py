@@ -374,6 +374,13 @@ class Accounting(_Response):
     definition: str
     total_cap: Loss | None
     total_spent: Loss
+    fail_closed: bool = Field(
+        description="whether a failure after the data gate also exhausts that analyst's budget"
+    )
+    failures: int = Field(
+        description="requests that failed after the data gate (charged; the engine's messages "
+        "are in the audit trail)"
+    )
 
 
 class LedgerEntry(_Response):

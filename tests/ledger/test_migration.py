@@ -1,0 +1,124 @@
+"""A store written by the previous schema (version 1) is upgraded in place when it is opened.
+
+Version 2 added the data gate's statuses, ``fail_closed`` and ``exhausted_at``. The upgrade keeps
+every charge, budget and audit line, and the upgraded store runs the whole protocol.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from fractions import Fraction
+from pathlib import Path
+
+from dalenius.core.loss import PureDP
+from dalenius.ledger import ChargeRequest, Reservation
+from dalenius.ledger.codec import encode_loss
+from dalenius.ledger.sqlite import SqliteLedger
+
+V1_DDL = [
+    """CREATE TABLE IF NOT EXISTS dalenius_meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+    """CREATE TABLE IF NOT EXISTS dalenius_datasets (
+            name TEXT PRIMARY KEY,
+            definition TEXT NOT NULL CHECK (definition IN ('pure', 'approx', 'zcdp')),
+            total_cap TEXT,
+            created_at TEXT NOT NULL
+        )""",
+    """CREATE TABLE IF NOT EXISTS dalenius_budgets (
+            principal TEXT NOT NULL,
+            dataset TEXT NOT NULL REFERENCES dalenius_datasets (name),
+            cap TEXT NOT NULL,
+            refresh_days INTEGER CHECK (refresh_days IS NULL OR refresh_days >= 1),
+            anchor TEXT NOT NULL,
+            PRIMARY KEY (principal, dataset)
+        )""",
+    """CREATE TABLE IF NOT EXISTS dalenius_charges (
+            id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            dataset TEXT NOT NULL REFERENCES dalenius_datasets (name),
+            sql_text TEXT NOT NULL,
+            plan_hash TEXT NOT NULL,
+            request_key TEXT NOT NULL,
+            idempotency_key TEXT,
+            loss TEXT NOT NULL,
+            charged TEXT NOT NULL,
+            status TEXT NOT NULL
+                CHECK (status IN ('pending', 'committed', 'rolled_back', 'lost')),
+            answer TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT,
+            detail TEXT NOT NULL
+        )""",
+    """CREATE INDEX IF NOT EXISTS dalenius_charges_by_owner
+            ON dalenius_charges (dataset, principal, created_at)""",
+    """CREATE INDEX IF NOT EXISTS dalenius_charges_by_request
+            ON dalenius_charges (principal, dataset, request_key)""",
+    """CREATE INDEX IF NOT EXISTS dalenius_charges_by_status
+            ON dalenius_charges (status, created_at)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS dalenius_charges_idempotency
+            ON dalenius_charges (principal, idempotency_key)
+            WHERE idempotency_key IS NOT NULL AND status <> 'rolled_back'""",
+    """CREATE TABLE IF NOT EXISTS dalenius_audit (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            dataset TEXT NOT NULL,
+            sql_text TEXT NOT NULL,
+            plan_hash TEXT,
+            loss TEXT,
+            outcome TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            entry_id TEXT
+        )""",
+    """CREATE INDEX IF NOT EXISTS dalenius_audit_by_owner
+            ON dalenius_audit (dataset, principal, seq)""",
+]
+
+
+def test_a_version_1_store_is_upgraded_and_keeps_its_record(tmp_path: Path) -> None:
+    path = str(tmp_path / "v1.sqlite")
+    con = sqlite3.connect(path)
+    for statement in V1_DDL:
+        con.execute(statement)
+    now = "2026-01-01T00:00:00.000000+00:00"
+    tenth = encode_loss(PureDP(Fraction(1, 10)))
+    con.execute("INSERT INTO dalenius_meta VALUES ('schema_version', '1')")
+    con.execute("INSERT INTO dalenius_datasets VALUES ('adult', 'pure', NULL, ?)", (now,))
+    con.execute(
+        "INSERT INTO dalenius_budgets VALUES ('alice', 'adult', ?, NULL, ?)",
+        (encode_loss(PureDP(Fraction(1))), now),
+    )
+    for ident, status, answer in [("a1", "committed", '{"x": 1}'), ("a2", "lost", None)]:
+        con.execute(
+            "INSERT INTO dalenius_charges VALUES (?, 'alice', 'adult', 'SELECT 1', 'h', ?, NULL, "
+            "?, ?, ?, ?, ?, ?, '')",
+            (ident, ident, tenth, tenth, status, answer, now, now),
+        )
+    con.execute(
+        "INSERT INTO dalenius_audit (at, principal, dataset, sql_text, outcome, detail, entry_id) "
+        "VALUES (?, 'alice', 'adult', 'SELECT 1', 'answered', 'released', 'a1')",
+        (now,),
+    )
+    con.commit()
+    con.close()
+
+    ledger = SqliteLedger(path)
+    assert [(e.id, e.status) for e in ledger.entries()] == [("a1", "committed"), ("a2", "lost")]
+    assert ledger.spent("alice", "adult") == PureDP(Fraction(1, 5))
+    assert not ledger.datasets()[0].fail_closed
+    assert ledger.verify() == []
+    outcome = ledger.reserve(
+        ChargeRequest("alice", "adult", PureDP(Fraction(1, 10)), "k", "S", "h")
+    )
+    assert isinstance(outcome, Reservation)
+    ledger.charge(outcome)
+    ledger.fail(outcome, "engine text")
+    ledger.set_dataset("adult", fail_closed=True)
+    assert ledger.failure_counts() == {"adult": 2}  # the lost entry passed its (unrecorded) gate
+    assert ledger.spent("alice", "adult") == PureDP(Fraction(3, 10))
+    ledger.close()
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT value FROM dalenius_meta").fetchall() == [("2",)]
+    SqliteLedger(path).close()  # opening an upgraded store again changes nothing
