@@ -21,6 +21,8 @@ does not depend on how many draws needed it unless the quota is exceeded (probab
 
 from __future__ import annotations
 
+import functools
+
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -150,8 +152,13 @@ class InversionTable:
                 return first + below
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _exp_neg_floor(gamma: Fraction, bits: int) -> int:
-    """``floor(exp(−γ)·2**bits)``, certified (raising the working precision as needed)."""
+    """``floor(exp(−γ)·2**bits)``, certified (raising the working precision as needed).
+
+    Memoised: a selection over many groups meets the same gaps again and again (every empty bin
+    past the data has the same utility), and each costs a high-precision exponential.
+    """
     if gamma == 0:
         return 1 << bits
     prec = bits + 24
