@@ -384,6 +384,47 @@ class Gateway:
             )
             raise EvaluationFailed() from None
 
+    def density(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Release a density curve or surface under the caller's budget (audited by the session)."""
+        for part in ("epsilon", "delta", "rho"):
+            checked_number(part, getattr(request, part))
+        if request.where is not None:
+            check_sql_shape(request.where)
+        opened = self.open(caller, name)
+        result = self._session(caller, opened).density(
+            request.table,
+            request.columns,
+            bandwidth=request.bandwidth,
+            epsilon=request.epsilon,
+            delta=request.delta,
+            rho=request.rho,
+            points=request.points,
+            where=request.where,
+            confidence=request.confidence,
+            idempotency_key=request.idempotency_key,
+        )
+        return {"dataset": name, **result.to_dict()}
+
+    def hierarchy(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Release a consistent hierarchy of counts under the caller's budget."""
+        for part in ("epsilon", "delta", "rho"):
+            checked_number(part, getattr(request, part))
+        if request.where is not None:
+            check_sql_shape(request.where)
+        opened = self.open(caller, name)
+        result = self._session(caller, opened).hierarchy(
+            request.table,
+            request.levels,
+            epsilon=request.epsilon,
+            delta=request.delta,
+            rho=request.rho,
+            where=request.where,
+            split=request.split,
+            confidence=request.confidence,
+            idempotency_key=request.idempotency_key,
+        )
+        return {"dataset": name, **result.to_dict()}
+
     def batch(
         self,
         caller: Caller,

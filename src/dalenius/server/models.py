@@ -497,3 +497,46 @@ class Me(BaseModel):
     role: str
     token_id: str
     datasets: list[str]
+
+
+class DensityRequest(_Request):
+    """A density curve (one column) or surface (two) to release with the Gaussian-process mechanism."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    columns: list[Annotated[str, Field(min_length=1, max_length=200, pattern=TEXT_PATTERN)]] = (
+        Field(min_length=1, max_length=2, examples=[["age"]])
+    )
+    bandwidth: float = Field(
+        gt=0, le=1e12, description="The kernel's bandwidth, in the column's units."
+    )
+    points: int | None = Field(default=None, ge=2, le=4096, description="Grid points per axis.")
+    where: str | None = Field(default=None, max_length=20_000, pattern=TEXT_PATTERN)
+    epsilon: Number | None = None
+    delta: Number | None = Field(
+        default=None, description="Required with epsilon: the noise is Gaussian."
+    )
+    rho: Number | None = Field(
+        default=None, description="Instead of epsilon and delta, on a zCDP dataset."
+    )
+    confidence: float | None = Field(default=None, gt=0, lt=1)
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
+    )
+
+
+class HierarchyRequest(_Request):
+    """Counts at every level of a hierarchy of key columns, released consistent."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    levels: list[Annotated[str, Field(min_length=1, max_length=200, pattern=TEXT_PATTERN)]] = Field(
+        min_length=1, max_length=8, examples=[["state", "education"]]
+    )
+    where: str | None = Field(default=None, max_length=20_000, pattern=TEXT_PATTERN)
+    split: list[Annotated[float, Field(gt=0, le=1e6)]] | None = Field(default=None, max_length=9)
+    epsilon: Number | None = None
+    delta: Number | None = None
+    rho: Number | None = None
+    confidence: float | None = Field(default=None, gt=0, lt=1)
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
+    )

@@ -1,0 +1,52 @@
+"""Endpoints for releases published whole: density curves and consistent hierarchical tables.
+
+Each spends from the caller's own budget exactly as a query does (reserved, computed behind the
+same data path, recorded before the release leaves); an identical request is answered from the
+ledger's record at no cost. A refusal decided from the request and the catalog costs nothing.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from fastapi import APIRouter, Depends
+
+from dalenius.server import models
+from dalenius.server.routes.deps import (
+    CallerDep,
+    GatewayDep,
+    PathName,
+    errors,
+    run_query_work,
+    single_query_values,
+)
+
+router = APIRouter(prefix="/v1", tags=["analyst"], dependencies=[Depends(single_query_values)])
+
+
+@router.post(
+    "/datasets/{name}/density",
+    responses=errors(404, 409, 503),
+    operation_id="density",
+)
+async def density(
+    name: PathName, body: models.DensityRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Release the kernel density curve of a column (or the surface of two), with bands."""
+    work = partial(gateway.density, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
+@router.post(
+    "/datasets/{name}/hierarchy",
+    responses=errors(404, 409, 503),
+    operation_id="hierarchy",
+)
+async def hierarchy(
+    name: PathName, body: models.HierarchyRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Release counts at every level of a hierarchy, consistent, non-negative and integral."""
+    work = partial(gateway.hierarchy, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found

@@ -1,0 +1,80 @@
+"""The release endpoints: density curves and hierarchical tables through the gateway."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from tests.server.helpers import Site
+
+from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.server.app import create_app
+from dalenius.server.config import GatewayConfig
+from dalenius.server.gateway import Gateway
+from dalenius.server.store import CURATOR, Caller
+
+
+def test_a_hierarchy_is_released_consistent_and_charged(site: Site) -> None:
+    body = {"table": "people", "levels": ["sex", "education"], "epsilon": "0.5"}
+    answer = site.client.post(
+        "/v1/datasets/census/hierarchy", json=body, headers=site.as_(site.analyst)
+    )
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    nodes = doc["nodes"]
+    assert len(nodes) == 1 + 2 + 32
+    root = nodes[0]["final"]
+    assert root == sum(n["final"] for n in nodes if n["level"] == 1)
+    assert all(n["final_low"] <= n["final"] <= n["final_high"] for n in nodes)
+    assert doc["loss"]["epsilon"] == 0.5
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+
+
+def test_a_density_on_a_pure_budget_is_refused_at_no_cost(site: Site) -> None:
+    body = {"table": "people", "columns": ["age"], "bandwidth": 2, "epsilon": "0.5"}
+    answer = site.client.post(
+        "/v1/datasets/census/density", json=body, headers=site.as_(site.analyst)
+    )
+    assert 400 <= answer.status_code < 500
+    assert "delta" in answer.text
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1))
+
+
+def test_a_density_is_released_with_its_bands(demo_catalog: Path) -> None:
+    gateway = Gateway(GatewayConfig())
+    try:
+        root = Caller(name="root", role=CURATOR, token_id="")
+        gateway.bootstrap("root", CURATOR)
+        gateway.register(root, str(demo_catalog), "approx", None)
+        token = gateway.bootstrap("alice").token
+        gateway.store.grant("alice", "census", by="root")
+        gateway.ledger.set_budget("alice", "census", ApproxDP(Fraction(1), Fraction(1, 10**5)))
+        client = TestClient(create_app(gateway=gateway), raise_server_exceptions=False)
+        body = {
+            "table": "people",
+            "columns": ["age"],
+            "bandwidth": 2,
+            "epsilon": "0.5",
+            "delta": "1e-6",
+            "points": 50,
+        }
+        answer = client.post(
+            "/v1/datasets/census/density", json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert answer.status_code == 200, answer.text
+        doc = answer.json()
+        assert len(doc["density"]) == 50 and len(doc["grid"][0]) == 50
+        assert all(
+            lo <= v <= hi for lo, v, hi in zip(doc["low"], doc["density"], doc["high"], strict=True)
+        )
+        again = client.post(
+            "/v1/datasets/census/density", json=body, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert again.json()["cached"] is True
+        assert gateway.ledger.remaining("alice", "census") == ApproxDP(
+            Fraction(1, 2), Fraction(9, 10**6)
+        )
+        client.close()
+    finally:
+        gateway.close()
