@@ -22,7 +22,6 @@ does not depend on how many draws needed it unless the quota is exceeded (probab
 from __future__ import annotations
 
 import functools
-
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
