@@ -249,11 +249,93 @@ def _pums_names(frames: dict[str, Frame]) -> Frame:
     return frames["pums"].merge(frames["educ_names"], on="educ")
 
 
+def f_adult_workclass_contains(part: str) -> Callable[[Frame], pd.Series]:
+    """Rows whose workclass contains ``part`` (case-insensitively); NULL rows are neither."""
+
+    def rows(d: Frame) -> pd.Series:
+        return d.workclass.notna() & d.workclass.str.lower().str.contains(part, na=False)
+
+    return rows
+
+
 def handwritten() -> list[Answered]:
     b = ADULT
     p = PUMS
     levels = ["none", "primary", "secondary", "college", "graduate"]
+    has_gov = f_adult_workclass_contains("gov")
+
+    def gov(d: Frame) -> pd.Series:  # NOT LIKE is false on NULL, like LIKE
+        return d.workclass.notna() & ~has_gov(d)
+
     return [
+        # Modifiers the binder once dropped silently (each answered as written).
+        Answered(
+            "not-like",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE workclass NOT LIKE '%gov%'",
+            lambda d, _: {(): (int(gov(d).sum()),)},
+        ),
+        Answered(
+            "not-ilike",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE workclass NOT ILIKE '%GOV%'",
+            lambda d, _: {(): (int(gov(d).sum()),)},
+        ),
+        Answered(
+            "not-like-operator",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE workclass !~~ '%gov%'",
+            lambda d, _: {(): (int(gov(d).sum()),)},
+        ),
+        Answered(
+            "not-like-in-case-bins",
+            "adult",
+            "SELECT SUM(CASE WHEN workclass NOT LIKE '%gov%' THEN 1 ELSE 0 END) FROM adult",
+            lambda d, _: {(): (int(gov(d).sum()),)},
+        ),
+        Answered(
+            "between-symmetric",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE age BETWEEN SYMMETRIC 40 AND 30",
+            lambda d, _: {(): (int(d.age.between(30, 40).sum()),)},
+        ),
+        Answered(
+            "between-symmetric-columns",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE 40 BETWEEN SYMMETRIC age AND education_num",
+            lambda d, _: {(): (int(((d.education_num <= 40) & (d.age >= 40)).sum()),)},
+        ),
+        Answered(
+            "percentile-desc",
+            "adult",
+            "SELECT PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY age DESC) FROM adult",
+            lambda d, _: {(): (("quantile", ("age", 0.1), d),)},
+        ),
+        Answered(
+            "var-alias",
+            "adult",
+            "SELECT VAR(age), VARIANCE(age), VAR_SAMP(age), VAR_POP(age) FROM adult",
+            lambda d, _: {
+                (): (
+                    variance(d.age, *b["age"], 1, False),
+                    variance(d.age, *b["age"], 1, False),
+                    variance(d.age, *b["age"], 1, False),
+                    variance(d.age, *b["age"], 0, False),
+                )
+            },
+        ),
+        Answered(
+            "trailing-comment",
+            "adult",
+            "SELECT COUNT(*) FROM adult; -- all rows",
+            lambda d, _: {(): (len(d),)},
+        ),
+        Answered(
+            "clause-text-in-literal",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE workclass <> 'SELECT WITH DIFFERENTIAL_PRIVACY' -- SELECT WITH DIFFERENTIAL_PRIVACY",
+            lambda d, _: {(): (int((d.workclass.notna() & (d.workclass != "x")).sum()),)},
+        ),
         Answered(
             "several-aggregates",
             "adult",
@@ -786,10 +868,14 @@ def refused() -> list[Refused]:
             "SELECT",
             "mixes",
         ),
-        Refused("syntax", "adult", "SELECT COUNT(* FROM adult", None, "syntax error"),
-        Refused("empty", "adult", "   ", None, "empty"),
+        Refused("syntax", "adult", "SELECT COUNT(* FROM adult", "SELECT", "syntax error"),
+        Refused("empty", "adult", "   ", "statement", "empty"),
         Refused(
-            "two-statements", "adult", "SELECT COUNT(*) FROM adult; SELECT 1", None, "one statement"
+            "two-statements",
+            "adult",
+            "SELECT COUNT(*) FROM adult; SELECT 1",
+            "statement",
+            "one statement",
         ),
         Refused("delete", "adult", "DELETE FROM adult", "statement", "only SELECT"),
         Refused(
@@ -835,6 +921,150 @@ def refused() -> list[Refused]:
             "WITH t AS (SELECT age FROM t) SELECT COUNT(*) FROM t",
             "WITH",
             "refers to itself",
+        ),
+        Refused(
+            "semi-join",
+            "adult",
+            "SELECT COUNT(*) FROM adult a SEMI JOIN edu_levels l ON a.education = l.education",
+            "JOIN",
+            "SEMI JOIN is not supported",
+        ),
+        Refused(
+            "anti-join",
+            "adult",
+            "SELECT COUNT(*) FROM adult a ANTI JOIN edu_levels l ON a.education = l.education",
+            "JOIN",
+            "ANTI JOIN is not supported",
+        ),
+        Refused(
+            "natural-join",
+            "adult",
+            "SELECT COUNT(*) FROM adult a NATURAL JOIN edu_levels l",
+            "JOIN",
+            "not supported",
+        ),
+        Refused(
+            "tablesample",
+            "adult",
+            "SELECT COUNT(*) FROM adult TABLESAMPLE 10%",
+            "FROM",
+            "TABLESAMPLE is not supported",
+        ),
+        Refused(
+            "using-sample",
+            "adult",
+            "SELECT COUNT(*) FROM adult USING SAMPLE 10%",
+            "USING SAMPLE",
+            "USING SAMPLE is not supported",
+        ),
+        Refused(
+            "tablesample-in-subquery",
+            "adult",
+            "SELECT COUNT(*) FROM (SELECT age FROM adult TABLESAMPLE 5%) t",
+            "FROM",
+            "TABLESAMPLE",
+        ),
+        Refused(
+            "group-by-rollup",
+            "adult",
+            "SELECT sex, COUNT(*) FROM adult GROUP BY ROLLUP (sex)",
+            "GROUP BY",
+            "ROLLUP",
+        ),
+        Refused(
+            "group-by-all",
+            "adult",
+            "SELECT sex, COUNT(*) FROM adult GROUP BY ALL",
+            "GROUP BY",
+            "GROUP BY ALL",
+        ),
+        Refused(
+            "qualify",
+            "adult",
+            "SELECT COUNT(*) FROM adult QUALIFY 1 = 1",
+            "QUALIFY",
+            "QUALIFY is not supported",
+        ),
+        Refused(
+            "floor-digits",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE FLOOR(hours_per_week, 1) > 3",
+            "WHERE",
+            "not supported",
+        ),
+        Refused(
+            "limit-with-ties",
+            "adult",
+            "SELECT sex, COUNT(*) FROM adult GROUP BY sex ORDER BY 2 LIMIT 1 WITH TIES",
+            "LIMIT",
+            "not supported",
+        ),
+        Refused(
+            "unknown-function-named-as-written",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE FLOR(age) > 3",
+            "WHERE",
+            "the function FLOR is not supported here",
+        ),
+        Refused(
+            "unknown-aggregate-close-names",
+            "adult",
+            "SELECT VARIANSE(age) FROM adult",
+            "SELECT",
+            "did you mean VARIANCE",
+        ),
+        Refused(
+            "deep-parentheses",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE " + "(" * 45 + "age > 3" + ")" * 45,
+            "WHERE",
+            "nested more than",
+        ),
+        Refused(
+            "deep-case",
+            "adult",
+            "SELECT SUM("
+            + "CASE WHEN age > 1 THEN " * 30
+            + "1"
+            + " ELSE 0 END" * 30
+            + ") FROM adult",
+            "SELECT",
+            "nested more than",
+        ),
+        Refused(
+            "deep-subqueries",
+            "adult",
+            "SELECT COUNT(*) FROM " + "(SELECT age FROM " * 30 + "adult" + ") t" * 30,
+            "FROM",
+            "nested more than",
+        ),
+        Refused(
+            "long-or-chain",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE " + " OR ".join(f"age = {i}" for i in range(160)),
+            "WHERE",
+            "nested more than",
+        ),
+        Refused(
+            "unterminated-comment",
+            "adult",
+            "SELECT COUNT(*) FROM adult /* no end",
+            "FROM",
+            "comment is not closed",
+        ),
+        Refused(
+            "unterminated-string",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE sex = 'Male",
+            "WHERE",
+            "string is not closed",
+        ),
+        Refused(
+            "second-statement-after-comment",
+            "adult",
+            "SELECT COUNT(*) FROM adult; /* note */ SELECT 1",
+            "statement",
+            "a second statement starts here",
         ),
         Refused(
             "round-digits",

@@ -92,6 +92,8 @@ def test_refused(case: Refused, sessions: dict[str, Session]) -> None:
     assert err.clause == case.clause, str(err)
     assert case.fragment in str(err), str(err)
     assert err.fix, "every refusal proposes a fix"
+    assert err.span is not None, f"every refusal points at a line and column: {err}"
+    assert f"(line {err.span.line}, column {err.span.column})" in str(err)
     assert isinstance(err, PrivacyRefusal) is case.privacy, str(err)
 
 

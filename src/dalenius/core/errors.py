@@ -129,12 +129,21 @@ class QueryError(UserError):
         self.clause = clause
         self.sql = sql
         self.span = span
+        self.bare = what
         head = what
         if clause:
             head = f"{clause}: {what}"
         if span:
             head = f"{head} (line {span.line}, column {span.column})"
         super().__init__(head, why=why, fix=fix)
+
+    def relocated(self, sql: str, span: SourceSpan) -> QueryError:
+        """The same error (same class) pointing at ``span`` of ``sql``."""
+        out = type(self).__new__(type(self))
+        QueryError.__init__(
+            out, self.bare, clause=self.clause, sql=sql, span=span, why=self.why, fix=self.fix
+        )
+        return out
 
     def _render(self) -> str:
         text = super()._render()

@@ -281,7 +281,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
 
 def _sorter(item: OrderItem, envs: list[dict[str, Any]]) -> Callable[[int], tuple[bool, Any]]:
     def key(g: int) -> tuple[bool, Any]:
-        return _order_key(evaluate(item.expr, envs[g]), item.descending)
+        return _order_key(evaluate(item.expr, envs[g]), item.descending, item.nulls_first)
 
     return key
 
@@ -515,14 +515,14 @@ def _sort_key(group: GroupKeyTuple) -> tuple[tuple[bool, bool, str, Any], ...]:
     return tuple(out)
 
 
-def _order_key(value: Any, descending: bool) -> tuple[bool, Any]:
+def _order_key(value: Any, descending: bool, nulls_first: bool = False) -> tuple[bool, Any]:
     if value is None:
-        return (True, 0)
+        return (not nulls_first, 0)
     if descending:
         if isinstance(value, int | float):
-            return (False, -value)
-        return (False, _Reversed(value))
-    return (False, value)
+            return (nulls_first, -value)
+        return (nulls_first, _Reversed(value))
+    return (nulls_first, value)
 
 
 class _Reversed:

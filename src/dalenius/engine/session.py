@@ -39,6 +39,7 @@ from dalenius.core.errors import (
     InvalidLossError,
     PostGateOutcome,
     PrivacyRefusal,
+    QueryError,
     UserError,
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
@@ -67,6 +68,7 @@ from dalenius.releases.density import DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyRequest, plan_hierarchy
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
+from dalenius.sql.validate import located
 
 T = TypeVar("T")
 
@@ -498,13 +500,16 @@ class Session:
             )
         # Plans are cached (engine/plans.py), except where they hold what was read from a public
         # table, and the exact SQL too, except where it holds a fresh hash key.
-        query, measured = self._measure_joins(resolved)
         key = ("plan", sql, eps, dlt)
-        plan = (
-            to_dp(query, eps, dlt)
-            if measured
-            else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt))
-        )
+        try:
+            query, measured = self._measure_joins(resolved)
+            plan = (
+                to_dp(query, eps, dlt)
+                if measured
+                else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt))
+            )
+        except QueryError as exc:  # a refusal while planning: point at its clause
+            raise located(exc, sql) from None
         exact = self._exact_sql(plan, None if measured else key, salt)
         return _Prepared(plan=plan, exact=exact, tables=resolved.tables)
 

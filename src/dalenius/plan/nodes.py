@@ -273,6 +273,7 @@ class OrderItem:
 
     expr: Expr
     descending: bool
+    nulls_first: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,36 @@ from sqlglot import exp
 
 SUPPORTED = (
     "COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM(x), AVG(x), MIN(x), MAX(x), MEDIAN(x), "
-    "QUANTILE(x, q), PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x), VAR_POP/VAR_SAMP/VARIANCE(x), "
-    "STDDEV_POP/STDDEV_SAMP/STDDEV(x)"
+    "QUANTILE(x, q), PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x [DESC]), "
+    "VAR/VARIANCE/VAR_SAMP/VAR_POP(x), STDDEV/STDDEV_SAMP/STDDEV_POP(x)"
 )
+
+NAMES = (
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "MEDIAN",
+    "QUANTILE",
+    "PERCENTILE_CONT",
+    "VAR",
+    "VARIANCE",
+    "VAR_SAMP",
+    "VAR_POP",
+    "STDDEV",
+    "STDDEV_SAMP",
+    "STDDEV_POP",
+)
+"""Aggregate names an analyst may write (offered when an unknown name is close to one)."""
+
+_ANONYMOUS: dict[str, str] = {
+    # Spellings sqlglot does not know as functions: SQL Server's VAR/VARP/STDEVP, MySQL's STD.
+    "VAR": "var_samp",
+    "VARP": "var_pop",
+    "STDEVP": "stddev_pop",
+    "STD": "stddev_pop",
+}
 
 _SIMPLE: dict[type[exp.Expr], str] = {
     exp.Sum: "sum",
@@ -36,6 +63,7 @@ class Call:
     distinct: bool
     q: exp.Expr | None
     name: str
+    descending: bool = False
 
 
 def recognise(node: exp.Expr) -> Call | None:
@@ -45,8 +73,22 @@ def recognise(node: exp.Expr) -> Call | None:
         order = node.expression
         percentile = isinstance(inner, exp.PercentileCont | exp.PercentileDisc)
         if percentile and isinstance(order, exp.Order) and len(order.expressions) == 1:
-            return Call("quantile", order.expressions[0].this, False, inner.this, "PERCENTILE_CONT")
+            ordered = order.expressions[0]
+            # ORDER BY x DESC counts the fraction q from the top: the (1 - q)-quantile.
+            desc = bool(ordered.args.get("desc")) if isinstance(ordered, exp.Ordered) else False
+            arg = ordered.this if isinstance(ordered, exp.Ordered) else ordered
+            return Call("quantile", arg, False, inner.this, "PERCENTILE_CONT", desc)
         return None
+    if isinstance(node, exp.Anonymous) and str(node.this).upper() in _ANONYMOUS:
+        name = str(node.this).upper()
+        args = node.expressions
+        if len(args) != 1:
+            return None
+        arg = args[0]
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            arg = arg.expressions[0] if len(arg.expressions) == 1 else None
+        return Call(_ANONYMOUS[name], arg, distinct, None, name)
     if isinstance(node, exp.Count):
         arg = node.this
         if arg is None or isinstance(arg, exp.Star):

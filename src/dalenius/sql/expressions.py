@@ -8,6 +8,7 @@ Integer ``/`` truncates toward zero (PostgreSQL semantics), so ``(age / 10) * 10
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 
 from sqlglot import exp
@@ -29,8 +30,8 @@ from dalenius.plan.expr import (
     Lit,
     Neg,
     Not,
-    render,
 )
+from dalenius.sql.aggregates import NAMES, recognise
 
 ErrorFactory = Callable[..., QueryError]
 """``error(what, node, clause=..., fix=..., why=..., privacy=...)`` → a located QueryError."""
@@ -60,6 +61,9 @@ FUNCS: dict[type[exp.Expr], str] = {
     exp.Day: "DAY",
 }
 NUMERIC = {"int", "float"}
+
+KNOWN_NAMES = tuple(sorted({*FUNCTIONS, *NAMES}))
+"""Function names an analyst may write, scalar and aggregate (for "did you mean")."""
 
 _FUNCTION_HELP = (
     "use comparisons, AND/OR/NOT, IN, BETWEEN, LIKE, IS NULL, CASE, arithmetic and the "
@@ -164,14 +168,13 @@ class Converter:
                 )
             return InList(sub(node.this), tuple(sub(e) for e in node.expressions))
         if isinstance(node, exp.Between):
-            return Between(sub(node.this), sub(node.args["low"]), sub(node.args["high"]))
+            return self._between(node, sub)
         if isinstance(node, exp.Like | exp.ILike):
-            if node.args.get("escape") is not None:
-                raise self.error(
-                    "LIKE ... ESCAPE is not supported.", node, clause=clause, fix="remove ESCAPE."
-                )
             return Like(
-                sub(node.this), sub(node.expression), case_insensitive=isinstance(node, exp.ILike)
+                sub(node.this),
+                sub(node.expression),
+                negated=bool(node.args.get("negate")),
+                case_insensitive=isinstance(node, exp.ILike),
             )
         if isinstance(node, exp.Case):
             if node.this is not None:
@@ -211,7 +214,7 @@ class Converter:
                         fix="write ROUND(x, 2) or ROUND(x, -3).",
                     )
                 return Func(name, args)
-        if isinstance(node, exp.AggFunc | exp.WithinGroup):
+        if isinstance(node, exp.AggFunc | exp.WithinGroup) or recognise(node) is not None:
             if aggregate is None:
                 raise self.error(
                     "aggregates are not allowed here.",
@@ -244,8 +247,37 @@ class Converter:
                 fix="use GROUP BY and aggregates.",
                 privacy=True,
             )
-        name = node.sql_name() if isinstance(node, exp.Func) else node.key.upper()
-        raise self.error(f"{name} is not supported here.", node, clause=clause, fix=_FUNCTION_HELP)
+        raise self.unknown(node, clause)
+
+    def unknown(self, node: exp.Expr, clause: str) -> QueryError:
+        """Refuse a function or operator, named as the analyst wrote it, with close names."""
+        name = written_name(node)
+        close = difflib.get_close_matches(name.upper(), KNOWN_NAMES, n=3, cutoff=0.6)
+        kind = (
+            "function"
+            if isinstance(node, exp.Func) and type(node) not in _OPERATORS
+            else "operator"
+        )
+        fix = (
+            f"did you mean {' or '.join(close)}? Otherwise {_FUNCTION_HELP}"
+            if close
+            else _FUNCTION_HELP
+        )
+        return self.error(f"the {kind} {name} is not supported here.", node, clause=clause, fix=fix)
+
+    def _between(self, node: exp.Between, sub: Callable[[exp.Expr], Expr]) -> Expr:
+        """``BETWEEN``; ``BETWEEN SYMMETRIC`` accepts the ends in either order."""
+        operand, low, high = sub(node.this), sub(node.args["low"]), sub(node.args["high"])
+        if not node.args.get("symmetric"):
+            return Between(operand, low, high)
+        if (
+            isinstance(low, Lit)
+            and isinstance(high, Lit)
+            and isinstance(low.value, int | float)
+            and isinstance(high.value, int | float)
+        ):
+            return Between(operand, *((low, high) if low.value <= high.value else (high, low)))
+        return BinOp("OR", Between(operand, low, high), Between(operand, high, low))
 
     def _func_args(
         self, node: exp.Expr, name: str, clause: str, aggregate: AggregateHook | None
@@ -321,7 +353,7 @@ class Converter:
                 if op in COMPARE.values():
                     if not comparable(lt, rt, left, right):
                         raise bad(
-                            f"cannot compare a {lt} with a {rt} ({render(expr)}).",
+                            f"cannot compare a {lt} with a {rt}.",
                             "compare values of the same type, e.g. quote a string: zip = '90210'.",
                         )
                     return "bool"
@@ -387,6 +419,28 @@ class Converter:
 
 
 _Bad = Callable[[str, str], QueryError]
+
+
+def written_name(node: exp.Expr) -> str:
+    """A function's name as the analyst spelled it (``VAR``, not sqlglot's ``ANONYMOUS``)."""
+    if type(node) in _OPERATORS:
+        return _OPERATORS[type(node)]
+    if isinstance(node, exp.Anonymous):
+        return str(node.this)
+    if isinstance(node, exp.Func):
+        return node.sql_name()
+    return node.key.upper()
+
+
+_OPERATORS: dict[type[exp.Expr], str] = {
+    exp.Pow: "^ (power)",
+    exp.BitwiseXor: "# (bitwise xor)",
+    exp.BitwiseAnd: "& (bitwise and)",
+    exp.BitwiseOr: "| (bitwise or)",
+    exp.RegexpLike: "~ (regular expression)",
+    exp.NullSafeEQ: "IS NOT DISTINCT FROM",
+    exp.NullSafeNEQ: "IS DISTINCT FROM",
+}
 
 
 def _small_int(expr: Expr) -> bool:

@@ -7,16 +7,18 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dalenius.core.errors import QueryError, SourceSpan
+from dalenius.sql import validate
 
 DEFAULT_DIALECT = "duckdb"
 """Dialect analysts write in; DuckDB's SQL is close to PostgreSQL's and the SQL standard."""
 
 
 def parse(sql: str, dialect: str = DEFAULT_DIALECT) -> exp.Expr:
-    """Parse one SQL statement.
+    """Parse one SQL statement, after the size and nesting checks of :mod:`dalenius.sql.validate`.
 
     Raises:
-        QueryError: for empty input, several statements, or a syntax error (with line and column).
+        QueryError: for empty input, several statements, text too long or too deeply nested, a
+            syntax error, or a modifier the binder would not apply (with clause, line and column).
 
     Example:
         >>> parse("SELECT COUNT(*) FROM adult").sql()
@@ -24,41 +26,64 @@ def parse(sql: str, dialect: str = DEFAULT_DIALECT) -> exp.Expr:
     """
     if not sql or not sql.strip():
         raise QueryError(
-            "the query is empty.", fix="write a query such as SELECT COUNT(*) FROM adult"
+            "the query is empty.",
+            clause="statement",
+            sql=sql,
+            span=SourceSpan(1, 1, ""),
+            fix="write a query such as SELECT COUNT(*) FROM adult",
         )
+    tokens = validate.check_text(sql, dialect)
     try:
         statements = sqlglot.parse(sql, read=dialect)
     except ParseError as exc:
-        first = exc.errors[0] if exc.errors else {}
-        line = int(first.get("line") or 1)
-        col = int(first.get("col") or 1)
-        highlight = str(first.get("highlight") or "")
-        description = str(first.get("description") or "invalid syntax").rstrip(".")
+        raise _syntax_error(sql, exc, dialect) from None
+    except TokenError as exc:  # check_text tokenized already; kept for safety
         raise QueryError(
-            f"syntax error: {description} near {highlight!r}"
-            if highlight
-            else f"syntax error: {description}",
+            f"syntax error: {exc}",
+            clause="statement",
             sql=sql,
-            span=SourceSpan(line, max(col - len(highlight) + 1, 1), highlight),
-            fix="check the SQL near the marked position.",
+            span=validate.span_at(sql, 0, sql[:6]),
+            fix="check quotes and brackets are closed.",
         ) from None
-    except TokenError as exc:
+    found = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    if not found:
         raise QueryError(
-            f"syntax error: {exc}", sql=sql, fix="check quotes and brackets are closed."
-        ) from None
-    statements = [s for s in statements if s is not None]
-    if not statements:
-        raise QueryError(
-            "the query is empty.", fix="write a query such as SELECT COUNT(*) FROM adult"
+            "the query is empty.",
+            clause="statement",
+            sql=sql,
+            span=validate.token_span(sql, tokens[0]) if tokens else None,
+            fix="write a query such as SELECT COUNT(*) FROM adult",
         )
-    if len(statements) > 1:
+    if len(found) > 1:  # check_text refuses this first, with the position of the second
         raise QueryError(
-            f"one statement at a time, got {len(statements)}.",
+            f"one statement at a time, got {len(found)}.",
+            clause="statement",
+            sql=sql,
+            span=validate.span_at(sql, 0, sql[:6]),
             fix="send each SELECT on its own; remove the extra ';'.",
         )
-    statement = statements[0]
-    assert statement is not None
+    statement = found[0]
+    validate.check_tree(statement, sql, span_of)
     return statement
+
+
+def _syntax_error(sql: str, exc: ParseError, dialect: str) -> QueryError:
+    first = exc.errors[0] if exc.errors else {}
+    line = int(first.get("line") or 1)
+    col = int(first.get("col") or 1)
+    highlight = str(first.get("highlight") or "")
+    description = str(first.get("description") or "invalid syntax").rstrip(".")
+    lines = sql.split("\n")
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + max(col - len(highlight), 0)
+    return QueryError(
+        f"syntax error: {description} near {highlight!r}"
+        if highlight
+        else f"syntax error: {description}",
+        clause=validate.clause_before(sql, offset + 1, dialect),
+        sql=sql,
+        span=SourceSpan(line, max(col - len(highlight) + 1, 1), highlight),
+        fix="check the SQL near the marked position.",
+    )
 
 
 def span_of(node: exp.Expr, sql: str) -> SourceSpan | None:
@@ -86,6 +111,4 @@ def span_of(node: exp.Expr, sql: str) -> SourceSpan | None:
 
 
 def _span_at(sql: str, start: int, text: str) -> SourceSpan:
-    line = sql.count("\n", 0, start) + 1
-    column = start - (sql.rfind("\n", 0, start) + 1) + 1
-    return SourceSpan(line=line, column=column, text=text.splitlines()[0] if text else text)
+    return validate.span_at(sql, start, text)

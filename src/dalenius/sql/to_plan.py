@@ -18,6 +18,7 @@ costs nothing; each names the clause, says why, and proposes a rewrite. What is 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -48,8 +49,8 @@ from dalenius.plan.nodes import (
     agg_ref,
     key_ref,
 )
-from dalenius.sql import aggregates, bigquery
-from dalenius.sql.expressions import Converter
+from dalenius.sql import aggregates, bigquery, validate
+from dalenius.sql.expressions import Converter, written_name
 from dalenius.sql.parse import DEFAULT_DIALECT, parse, span_of
 
 MAX_GROUP_CELLS = 100_000
@@ -160,6 +161,8 @@ class _Planner:
     ) -> QueryError:
         cls = PrivacyRefusal if privacy else QueryError
         span = span_of(node, self.sql) if node is not None else None
+        if span is None:
+            span = validate.clause_span(self.sql, clause)
         return cls(what, clause=clause, sql=self.sql, span=span, why=why, fix=fix)
 
     # -- the statement --------------------------------------------------------------------------
@@ -387,13 +390,30 @@ class _Planner:
     def join(self, left: _Source, join: exp.Join, ctes: dict[str, exp.Select]) -> _Source:
         side = (join.args.get("side") or "").upper()
         kind = (join.args.get("kind") or "").upper()
-        if side in ("RIGHT", "FULL") or kind in ("CROSS", "OUTER") or (side and side != "LEFT"):
+        # An allow-list: a kind the planner does not implement (SEMI, ANTI, CROSS, ...) is refused,
+        # never run as an inner join.
+        if (
+            side not in ("", "LEFT")
+            or kind not in ("", "INNER", "OUTER")
+            or (kind, side)
+            == (
+                "OUTER",
+                "",
+            )
+        ):
+            written = (side + " " + kind).strip()
             raise self.error(
-                f"{(side + ' ' + kind).strip()} JOIN is not supported.",
+                f"{written} JOIN is not supported.",
                 join,
                 clause="JOIN",
-                why="only inner and left joins keep each private row's contribution bounded.",
-                fix="use JOIN or LEFT JOIN on one equality.",
+                why="only inner and left joins are planned; another kind would be answered as a "
+                "different question.",
+                fix="use JOIN or LEFT JOIN on one equality"
+                + (
+                    "; to keep rows with a match, filter with IN ('a', 'b') on the public keys."
+                    if kind in ("SEMI", "ANTI")
+                    else "."
+                ),
             )
         right = self.source(join.this, ctes)
         for part in (left, right):
@@ -550,7 +570,7 @@ class _Planner:
                     clause=clause,
                     fix=f"write just {name}.",
                 )
-            visible = sorted({f.name for f in fields if not f.id.startswith("__")})
+            visible = sorted({f.name for f in fields if not _internal(f)})
             raise self.error(
                 f"unknown column {name!r}.",
                 node,
@@ -800,11 +820,6 @@ class _Planner:
                 fix="use GROUP BY and COUNT(*).",
                 privacy=True,
             )
-        for key, clause in (("qualify", "QUALIFY"), ("windows", "WINDOW")):
-            if tree.args.get(key):
-                raise self.error(
-                    f"{clause} is not supported.", None, clause=clause, fix=f"remove {clause}."
-                )
         state = _State(self, source)
         state.group_by(tree)
         state.select_list(tree)
@@ -947,6 +962,8 @@ class _Planner:
                     clause=clause,
                     fix="write QUANTILE(x, 0.5).",
                 )
+            if call.descending:
+                q = 1 - q
         return AggCall(func, arg, arg_type, bounds, q, label)  # type: ignore[arg-type]
 
     def explicit_bounds(self, node: exp.Expr) -> tuple[Fraction, Fraction] | None:
@@ -1151,12 +1168,14 @@ class _State:
     def aggregate(self, node: exp.Expr, clause: str, *, hidden: bool) -> Expr:
         call = aggregates.recognise(node)
         if call is None:
-            name = node.sql_name() if isinstance(node, exp.Func) else type(node).__name__.upper()
+            name = written_name(node)
+            close = difflib.get_close_matches(name.upper(), aggregates.NAMES, n=3, cutoff=0.6)
             raise self.error(
                 f"the aggregate {name} is not supported.",
                 node,
                 clause=clause,
-                fix=f"use one of {aggregates.SUPPORTED}.",
+                fix=(f"did you mean {' or '.join(close)}? " if close else "")
+                + f"use one of {aggregates.SUPPORTED}.",
             )
         agg = self.p.agg_call(call, node, self.source, self.converter, clause)
         for i, existing in enumerate(self.aggs):
@@ -1298,7 +1317,13 @@ class _State:
                     expr = match.expr
             if expr is None:
                 expr = self.post_expr(node, "ORDER BY", hidden=True)
-            self.order.append(OrderItem(expr=expr, descending=bool(ordered.args.get("desc"))))
+            self.order.append(
+                OrderItem(
+                    expr=expr,
+                    descending=bool(ordered.args.get("desc")),
+                    nulls_first=bool(ordered.args.get("nulls_first")),
+                )
+            )
 
 
 def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
@@ -1309,6 +1334,11 @@ def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
         case Filter(child=child):
             return replace(relation, child=_with_fields(child, fields))
     return relation
+
+
+def _internal(field: Field) -> bool:
+    """Fields Dalenius adds itself (the carried unit id, BigQuery's per-unit values)."""
+    return field.name.startswith("__") or (field.qualifier or "").startswith("__")
 
 
 def _plural(n: int, noun: str) -> str:
