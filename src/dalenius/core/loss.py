@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -23,6 +24,77 @@ from typing import SupportsFloat
 from dalenius.core.errors import InvalidLossError
 
 Number = int | float | str | Fraction | Decimal
+
+MAX_DIGITS = 50
+"""Most significant digits a typed number may have (``0.1`` has 1; a 400-digit fraction is refused)."""
+
+MAX_EXPONENT = 100
+"""Typed numbers lie within 10**-100 … 10**100 in magnitude (or are 0): every parameter's own range
+is far inside, and reading ``1e999999999`` exactly would take unbounded time and memory."""
+
+_RATIO = re.compile(r"\s*([+-]?\d{1,50})\s*/\s*(\d{1,50})\s*")
+
+
+def read_number(text: str, name: str) -> Fraction:
+    """Read a typed decimal (or ``n/d``) exactly, in time bounded by its length.
+
+    The exponent and digit count are checked on a :class:`~decimal.Decimal` first, before an
+    exact rational is built, so ``1e999999999`` is refused at once instead of computing 10**10**9.
+
+    Raises:
+        InvalidLossError: for unreadable text, NaN/infinities, over :data:`MAX_DIGITS` significant
+            digits, or a magnitude outside 10**±:data:`MAX_EXPONENT`.
+
+    Example:
+        >>> read_number("1e-5", "delta")
+        Fraction(1, 100000)
+    """
+    # Only plain ASCII decimals and fractions: no digit separators ("1_000"), no digits of
+    # other scripts, which Python's own parsers would accept.
+    if not text.isascii() or "_" in text:
+        raise _unreadable(name, text)
+    ratio = _RATIO.fullmatch(text)
+    if ratio:
+        if int(ratio.group(2)) == 0:
+            raise _unreadable(name, text)
+        return Fraction(int(ratio.group(1)), int(ratio.group(2)))
+    try:
+        number = Decimal(text.strip())
+    except ArithmeticError:
+        raise _unreadable(name, text) from None
+    if not number.is_finite():
+        raise _unreadable(name, text)
+    return _checked(number, name, text)
+
+
+def _checked(number: Decimal, name: str, shown: object) -> Fraction:
+    if number.is_zero():
+        return Fraction(0)
+    digits = len("".join(map(str, number.as_tuple().digits)).strip("0"))
+    if digits > MAX_DIGITS:
+        raise InvalidLossError(
+            f"{name} has {digits} significant digits; at most {MAX_DIGITS} are accepted.",
+            fix=f"round {name} to fewer digits, e.g. {float(number):.6g}.",
+        )
+    if not -MAX_EXPONENT <= number.adjusted() < MAX_EXPONENT:
+        raise InvalidLossError(
+            f"{name} = {_short(shown)} is outside the numbers accepted "
+            f"(10^-{MAX_EXPONENT} to 10^{MAX_EXPONENT} in magnitude).",
+            fix=f"pass {name} as a number of ordinary size, such as 1.0 or 0.1.",
+        )
+    return Fraction(number)
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text)} characters)"
+
+
+def _unreadable(name: str, value: object) -> InvalidLossError:
+    return InvalidLossError(
+        f"{name} must be a finite number, got {_short(repr(value))}.",
+        fix=f"pass a positive finite {name}, such as 1.0 or 0.1.",
+    )
 
 
 def as_fraction(value: Number | SupportsFloat, name: str, *, allow_zero: bool = False) -> Fraction:
@@ -35,6 +107,7 @@ def as_fraction(value: Number | SupportsFloat, name: str, *, allow_zero: bool = 
 
     Raises:
         InvalidLossError: for booleans, NaN, infinities, negative numbers, unparsable text,
+            numbers too long or too large/small to read in bounded time (:func:`read_number`),
             or zero when ``allow_zero`` is false.
 
     Example:
@@ -48,32 +121,24 @@ def as_fraction(value: Number | SupportsFloat, name: str, *, allow_zero: bool = 
         )
     try:
         if isinstance(value, Fraction):
-            frac = value
+            frac = value  # computed, not typed: already exact
         elif isinstance(value, int):
-            frac = Fraction(value)
+            frac = _checked(Decimal(value), name, value) if value else Fraction(0)
         elif isinstance(value, Decimal):
             if not value.is_finite():
                 raise ValueError
-            frac = Fraction(value)
+            frac = _checked(value, name, value)
         elif isinstance(value, str):
-            text = value.strip()
-            if text.lower() in {"nan", "inf", "+inf", "-inf", "infinity", "-infinity"}:
-                raise ValueError
-            # Only plain ASCII decimals and fractions: no digit separators ("1_000"), no
-            # digits of other scripts, which Python's own parsers would accept.
-            if not text.isascii() or "_" in text:
-                raise ValueError
-            frac = Fraction(text)
+            frac = read_number(value, name)
         else:
             as_float = float(value)
             if not math.isfinite(as_float):
                 raise ValueError
-            frac = Fraction(repr(as_float))
-    except (ValueError, ZeroDivisionError, TypeError, OverflowError):
-        raise InvalidLossError(
-            f"{name} must be a finite number, got {value!r}.",
-            fix=f"pass a positive finite {name}, such as 1.0 or 0.1.",
-        ) from None
+            frac = read_number(repr(as_float), name)
+    except InvalidLossError:
+        raise
+    except (ValueError, ZeroDivisionError, TypeError, OverflowError, ArithmeticError):
+        raise _unreadable(name, value) from None
     if frac < 0 or (frac == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise InvalidLossError(

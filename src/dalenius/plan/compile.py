@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
-from dalenius.core.errors import InternalError, PrivacyRefusal
+from dalenius.core.errors import InternalError, InvalidLossError, PrivacyRefusal
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.laplace import IntegerLaplace
@@ -85,6 +85,29 @@ def _multiplicity(relation: Relation) -> int:
     raise AssertionError(f"unknown relation {relation!r}")
 
 
+MAX_EPSILON = Fraction(1000)
+"""Largest ε a query may spend: past it the guarantee means nothing, and exact tail bounds of the
+noise (``exp(-ε·k)`` as exact rationals) would take time growing with ε."""
+
+MIN_DELTA = Fraction(1, 10**60)
+"""Smallest positive δ a query may use (thresholds grow with log(1/δ))."""
+
+
+def check_loss(epsilon: Fraction, delta: Fraction | None) -> None:
+    """Refuse an ε or δ outside what can be planned in bounded time, naming the parameter."""
+    if epsilon > MAX_EPSILON:
+        raise InvalidLossError(
+            f"epsilon = {float(epsilon):g} is above the largest accepted, {MAX_EPSILON}.",
+            why="at such an epsilon the noise is negligible and the privacy guarantee meaningless.",
+            fix="use epsilon <= 1000; typical values are 0.1 to 10.",
+        )
+    if delta and delta < MIN_DELTA:
+        raise InvalidLossError(
+            f"delta = {float(delta):g} is below the smallest accepted, 1e-60.",
+            fix="use delta = 0 (no private group selection) or a delta such as 1e-9.",
+        )
+
+
 def to_dp(
     query: Query,
     epsilon: Fraction,
@@ -104,6 +127,7 @@ def to_dp(
     Raises:
         PrivacyRefusal: when groups without public keys need a δ and none was given.
     """
+    check_loss(epsilon, delta)
     rows, groups = caps(query)
     nullable = {f.id: f.nullable for f in output_fields(query.relation)}
     builder = _Builder(rows, groups, nullable)

@@ -9,6 +9,7 @@ Integer ``/`` truncates toward zero (PostgreSQL semantics), so ``(age / 10) * 10
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping
 
 from sqlglot import exp
@@ -107,11 +108,7 @@ class Converter:
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return Lit(node.this)
-            text = node.this
-            try:
-                return Lit(int(text))
-            except ValueError:
-                return Lit(float(text))
+            return Lit(self._number(node, clause))
         if isinstance(node, exp.Boolean):
             return Lit(bool(node.this))
         if isinstance(node, exp.Null):
@@ -264,6 +261,30 @@ class Converter:
             else _FUNCTION_HELP
         )
         return self.error(f"the {kind} {name} is not supported here.", node, clause=clause, fix=fix)
+
+    def _number(self, node: exp.Literal, clause: str) -> int | float:
+        """A numeric literal, refused if the engine could not hold it exactly or at all."""
+        text = str(node.this)
+        value: int | float
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                value = math.inf
+        if (isinstance(value, float) and not math.isfinite(value)) or (
+            isinstance(value, int) and not -(2**63) <= value < 2**63
+        ):
+            shown = text if len(text) <= 30 else f"{text[:12]}...{text[-6:]}"
+            raise self.error(
+                f"the number {shown} is out of range.",
+                node,
+                clause=clause,
+                why="the engine holds whole numbers below 2^63 and decimals below 1.8e308.",
+                fix="use a number of ordinary size.",
+            )
+        return value
 
     def _between(self, node: exp.Between, sub: Callable[[exp.Expr], Expr]) -> Expr:
         """``BETWEEN``; ``BETWEEN SYMMETRIC`` accepts the ends in either order."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
@@ -951,6 +952,7 @@ class _Planner:
                 + " in the catalog, or aggregate a bounded expression.",
                 privacy=True,
             )
+        self.check_magnitude(arg, bounds, infos, node, clause)
         q: Fraction | None = None
         func = call.func
         if func == "quantile":
@@ -965,6 +967,27 @@ class _Planner:
             if call.descending:
                 q = 1 - q
         return AggCall(func, arg, arg_type, bounds, q, label)  # type: ignore[arg-type]
+
+    def check_magnitude(
+        self,
+        arg: Expr,
+        bounds: tuple[Fraction, Fraction],
+        infos: dict[str, FieldInfo] | Mapping[str, FieldInfo],
+        node: exp.Expr,
+        clause: str,
+    ) -> None:
+        """Refuse an aggregate whose values (or any part of them) may exceed MAX_MAGNITUDE."""
+        parts = [bounds, *(bounds_of(sub, infos) for sub in _walk(arg))]
+        widest = max(max(abs(lo), abs(hi)) for lo, hi in (p for p in parts if p is not None))
+        if widest > validate.MAX_MAGNITUDE:
+            raise self.error(
+                f"the values aggregated may reach {_magnitude(widest)}, beyond the largest "
+                f"accepted ({float(validate.MAX_MAGNITUDE):.0e}).",
+                node,
+                clause=clause,
+                why="such values cannot be summed exactly, or overflow the engine's numbers.",
+                fix="aggregate a smaller expression, or pass tighter contribution bounds.",
+            )
 
     def explicit_bounds(self, node: exp.Expr) -> tuple[Fraction, Fraction] | None:
         """``contribution_bounds_per_group`` written on this aggregate call, if any."""
@@ -1334,6 +1357,14 @@ def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
         case Filter(child=child):
             return replace(relation, child=_with_fields(child, fields))
     return relation
+
+
+def _magnitude(x: Fraction) -> str:
+    """``1.2e+57`` for any size (``float`` overflows beyond 1.8e308)."""
+    whole = int(abs(x))
+    if whole < 10**300:
+        return f"{float(x):.3g}"
+    return f"about 1e+{len(str(whole)) - 1}"
 
 
 def _internal(field: Field) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from fractions import Fraction
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -40,6 +41,9 @@ MAX_TOKENS = 10_000
 
 MAX_NESTING = 24
 """Deepest nesting of brackets and CASE ... END (sqlglot's recursive parser needs ~25 frames each)."""
+
+MAX_MAGNITUDE = Fraction(10**18)
+"""Largest magnitude of a contribution bound, or of an aggregated value by its derived bounds."""
 
 MAX_TREE_DEPTH = 100
 """Deepest syntax tree accepted after parsing (a chain of 100 ORs, for instance)."""
