@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from dalenius.core.catalog import Key
 from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
 from dalenius.plan.expr import Col, columns
 from dalenius.plan.nodes import DPQuery, Measurement, OrderItem, Statistic, agg_ref, key_ref
@@ -252,18 +253,14 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
                 for j, g in enumerate(keep):
                     low, high = a_lows[g], a_highs[g]
                     if low is not None and high is not None:
-                        if high < low:
-                            low, high = high, low
                         lows[j] = low if type(low) is int else _cell(low)
                         highs[j] = high if type(high) is int else _cell(high)
             else:
                 for j, g in enumerate(keep):
-                    ends = [
-                        evaluate(out.expr, {**envs[g], refs[0]: a_lows[g]}),
-                        evaluate(out.expr, {**envs[g], refs[0]: a_highs[g]}),
-                    ]
-                    if all(e is not None for e in ends):
-                        lows[j], highs[j] = _cell(min(ends)), _cell(max(ends))
+                    if a_lows[g] is not None and a_highs[g] is not None:
+                        lows[j], highs[j] = _image(
+                            out.expr, envs[g], refs[0], a_lows[g], a_highs[g], values[j]
+                        )
         cols_values.append(values)
         cols_lows.append(lows)
         cols_highs.append(highs)
@@ -311,11 +308,16 @@ def _statistic(
         g = m.granularity
         vals = noisy.values[m.name]
         if stat.kind == "count":
-            return list(vals), [max(v - h, 0) for v in vals], [v + h for v in vals]
+            return (
+                [max(v, 0) for v in vals],
+                [max(v - h, 0) for v in vals],
+                [max(v + h, 0) for v in vals],
+            )
+        floor, ceiling = sign_range(m.bounds)
         return (
-            [_num(v * g) for v in vals],
-            [_num((v - h) * g) for v in vals],
-            [_num((v + h) * g) for v in vals],
+            [_num(_clamp(v * g, floor, ceiling)) for v in vals],
+            [_num(_clamp((v - h) * g, floor, ceiling)) for v in vals],
+            [_num(_clamp((v + h) * g, floor, ceiling)) for v in vals],
         )
     if stat.kind == "avg":
         s_m, c_m = plan.measurement(stat.inputs[0]), plan.measurement(stat.inputs[1])
@@ -362,6 +364,71 @@ def _statistic(
         for b in chosen
     ]
     return values, [None] * n, [None] * n
+
+
+def sign_range(bounds: tuple[Fraction, Fraction] | None) -> tuple[Fraction | None, Fraction | None]:
+    """What the sign of the values' bounds says about their exact sum: ``(0, None)`` when no
+    value is negative (the sum is ``>= 0``), ``(None, 0)`` when none is positive.
+    """
+    if bounds is None:
+        return None, None
+    low, high = bounds
+    return (Fraction(0) if low >= 0 else None), (Fraction(0) if high <= 0 else None)
+
+
+def _clamp(x: Fraction, floor: Fraction | None, ceiling: Fraction | None) -> Fraction:
+    if floor is not None and x < floor:
+        return floor
+    if ceiling is not None and x > ceiling:
+        return ceiling
+    return x
+
+
+def _image(
+    expr: Any, env: Mapping[str, Any], ref: str, low: Any, high: Any, value: Any
+) -> tuple[Any, Any]:
+    """An interval holding ``expr`` for every value of ``ref`` in [low, high], and ``value``.
+
+    Interval arithmetic (:func:`dalenius.plan.derive.bounds_of`) encloses the image of the
+    interval even where ``expr`` is not monotone (``ABS(SUM(x))``, ``COUNT(*) * COUNT(*)``), so
+    the interval still covers the true answer whenever the aggregate's interval does; where it
+    cannot be derived, the expression is evaluated at both ends. Either way the interval is
+    widened to the released value itself (floating-point rounding of the post-processing).
+    """
+    infos: dict[str, FieldInfo] = {}
+    for name in columns(expr):
+        point = env.get(name)
+        if name == ref:
+            infos[name] = FieldInfo(_type(low), (Fraction(low), Fraction(high)), None, True)
+        elif (
+            isinstance(point, int | float) and not isinstance(point, bool) and math.isfinite(point)
+        ):
+            infos[name] = FieldInfo(_type(point), (Fraction(point), Fraction(point)), None, True)
+        else:
+            infos[name] = FieldInfo(_type(point), None, None, True)
+    try:
+        enclosure = bounds_of(expr, infos)
+    except (ArithmeticError, ValueError, KeyError):
+        enclosure = None
+    if enclosure is not None:
+        ends = [_num(enclosure[0]), _num(enclosure[1])]
+    else:
+        ends = [evaluate(expr, {**env, ref: low}), evaluate(expr, {**env, ref: high})]
+        if any(e is None for e in ends):
+            return None, None
+    if value is not None:
+        ends.append(value)
+    return _cell(min(ends)), _cell(max(ends))
+
+
+def _type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str" if isinstance(value, str) else "null"
 
 
 def _average(
