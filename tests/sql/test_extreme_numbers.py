@@ -96,6 +96,13 @@ def test_extreme_epsilon_in_the_sql_is_refused(sessions: dict[str, Session], eps
             "SELECT",
             "beyond the largest accepted",
         ),
+        (
+            "pums",
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, "
+            "max_groups_contributed = 99999999999999999999999) COUNT(*) FROM pums",
+            "WITH DIFFERENTIAL_PRIVACY",
+            "max_groups_contributed must be a whole number from 1",
+        ),
         ("pums", "SELECT SUM(income^60) FROM pums", "SELECT", "^ (power) is not supported"),
         ("pums", "SELECT MEDIAN(income^60) FROM pums", "SELECT", "^ (power) is not supported"),
         ("pums", "SELECT SUM(" + "*".join(["income"] * 4) + ") FROM pums", "SELECT", "beyond"),

@@ -77,9 +77,10 @@ def _checked(number: Decimal, name: str, shown: object) -> Fraction:
             fix=f"round {name} to fewer digits, e.g. {float(number):.6g}.",
         )
     if not -MAX_EXPONENT <= number.adjusted() < MAX_EXPONENT:
+        size = "too large" if number.adjusted() > 0 else "too small"
         raise InvalidLossError(
-            f"{name} = {_short(shown)} is outside the numbers accepted "
-            f"(10^-{MAX_EXPONENT} to 10^{MAX_EXPONENT} in magnitude).",
+            f"{name} = {_short(shown)} is {size}: numbers are accepted from "
+            f"10^-{MAX_EXPONENT} to 10^{MAX_EXPONENT} in magnitude.",
             fix=f"pass {name} as a number of ordinary size, such as 1.0 or 0.1.",
         )
     return Fraction(number)

@@ -249,11 +249,12 @@ class Converter:
     def unknown(self, node: exp.Expr, clause: str) -> QueryError:
         """Refuse a function or operator, named as the analyst wrote it, with close names."""
         name = written_name(node)
-        close = difflib.get_close_matches(name.upper(), KNOWN_NAMES, n=3, cutoff=0.6)
-        kind = (
-            "function"
-            if isinstance(node, exp.Func) and type(node) not in _OPERATORS
-            else "operator"
+        function = isinstance(node, exp.Func) and type(node) not in _OPERATORS
+        kind = "function" if function else "operator"
+        close = (
+            difflib.get_close_matches(name.upper(), KNOWN_NAMES, n=3, cutoff=0.6)
+            if function
+            else []
         )
         fix = (
             f"did you mean {' or '.join(close)}? Otherwise {_FUNCTION_HELP}"
@@ -461,6 +462,16 @@ _OPERATORS: dict[type[exp.Expr], str] = {
     exp.RegexpLike: "~ (regular expression)",
     exp.NullSafeEQ: "IS NOT DISTINCT FROM",
     exp.NullSafeNEQ: "IS DISTINCT FROM",
+    exp.SimilarTo: "SIMILAR TO",
+    exp.Glob: "GLOB",
+    exp.Escape: "LIKE ... ESCAPE",
+    exp.Collate: "COLLATE",
+    exp.Filter: "FILTER (WHERE ...)",
+    exp.IgnoreNulls: "IGNORE NULLS",
+    exp.RespectNulls: "RESPECT NULLS",
+    exp.GroupingSets: "GROUPING SETS",
+    exp.Any: "ANY",
+    exp.All: "ALL",
 }
 
 

@@ -201,6 +201,14 @@ _MODIFIER_NAMES: dict[tuple[type[exp.Expr], str], str] = {
     (exp.Star, "replace"): "* REPLACE",
     (exp.Star, "rename"): "* RENAME",
     (exp.Min, "count"): "MIN(x, n)",
+    (exp.Order, "this"): "ORDER BY inside an aggregate",
+    (exp.Distinct, "on"): "DISTINCT ON",
+    (exp.Table, "only"): "FROM ONLY",
+    (exp.Table, "when"): "AT/BEFORE (time travel)",
+    (exp.Table, "version"): "FOR SYSTEM_TIME (time travel)",
+    (exp.Table, "hints"): "table hints",
+    (exp.Join, "global_"): "GLOBAL JOIN",
+    (exp.Join, "match_condition"): "MATCH_CONDITION",
     (exp.Max, "count"): "MAX(x, n)",
 }
 
@@ -425,6 +433,9 @@ def clause_of(node: exp.Expr) -> str:
 
 def modifier_name(node: exp.Expr, arg: str) -> str:
     """How an analyst would name argument ``arg`` of ``node`` (``TABLESAMPLE``, ``ROLLUP`` ...)."""
+    value = node.args.get(arg)
+    if isinstance(node, exp.Join) and arg == "method" and isinstance(value, str):
+        return f"{value.upper()} JOIN"
     for cls in type(node).__mro__:
         if (cls, arg) in _MODIFIER_NAMES:
             return _MODIFIER_NAMES[(cls, arg)]
