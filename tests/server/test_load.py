@@ -129,18 +129,20 @@ def test_a_saturating_analyst_does_not_slow_anyone_else(live: tuple[LiveGateway,
         f"max {latencies[-1] * 1000:.1f} ms; Alice's answers {dict(codes)}"
     )
     assert p99 < GENEROUS
-    # Alice was held to her running limit (429 at once) and her slow queries were stopped by
-    # the engine's time limit (503); nothing else.
-    assert codes[429] > 0 and codes[503] > 0, codes
-    assert set(codes) <= {200, 429, 503}, codes
+    # Alice was held to her running limit (429 at once, before anything is read) and her slow
+    # queries were stopped by the engine's time limit: past the data gate that is the one fixed
+    # failure outcome (502), charged.
+    stopped = codes[502] + codes[503]
+    assert codes[429] > 0 and stopped > 0, codes
+    assert set(codes) <= {200, 429, 502, 503}, codes
 
-    # Exactly the answers released were charged; refusals at the running limit never reach
-    # the ledger; a query stopped by the time limit is charged or not as the ledger's entry says.
+    # Refusals at the running limit never reach the ledger; every answer and every query stopped
+    # after the gate is charged, exactly as its ledger entry says.
     ledger = open_ledger(str(ledger_file))
     try:
         entries = ledger.entries(principal="alice", dataset="big")
         assert len([e for e in entries if e.status == "committed"]) == codes[200]
-        assert len(entries) <= codes[200] + codes[503]
+        assert len(entries) <= codes[200] + stopped
         charged = sum((e.charged.epsilon for e in entries if e.is_charged), Fraction(0))
         assert ledger.spent("alice", "big").epsilon == charged
         assert ledger.verify() == []
