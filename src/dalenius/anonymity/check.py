@@ -188,14 +188,26 @@ def _grouped_stats(
     loaded: Loaded, qis: Sequence[str], sens: Sequence[str], ordered: set[str]
 ) -> ClassStats:
     q_cols = ", ".join(quote(c) for c in qis)
-    s_cols = "".join(f", {quote(c)}" for c in sens)
-    ranks = "".join(
-        f", dense_rank() OVER (ORDER BY {quote(c)}) - 1 AS s{i}" for i, c in enumerate(sens)
+    # Class ids by a hash join on the distinct quasi-identifier tuples (no sort of the data);
+    # sensitive codes are ranks over the (few) distinct sensitive values, so ordered EMD works.
+    loaded.con.execute(
+        f"CREATE OR REPLACE TEMP TABLE __classes AS SELECT {q_cols}, row_number() OVER () - 1 "
+        f"AS __cls FROM (SELECT DISTINCT {q_cols} FROM {SOURCE_TABLE})"
     )
+    for i, c in enumerate(sens):
+        loaded.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE __sens{i} AS SELECT v, dense_rank() OVER (ORDER BY v) "
+            f"- 1 AS code FROM (SELECT DISTINCT {quote(c)} AS v FROM {SOURCE_TABLE})"
+        )
+    on = " AND ".join(f"t.{quote(c)} IS NOT DISTINCT FROM k.{quote(c)}" for c in qis)
+    s_joins = "".join(
+        f" JOIN __sens{i} s{i} ON t.{quote(c)} IS NOT DISTINCT FROM s{i}.v"
+        for i, c in enumerate(sens)
+    )
+    s_cols = "".join(f", s{i}.code AS s{i}" for i in range(len(sens)))
     sql = (
-        f"WITH g AS (SELECT {q_cols}{s_cols}, count(*) AS n FROM {SOURCE_TABLE} "
-        f"GROUP BY ALL) "
-        f"SELECT dense_rank() OVER (ORDER BY {q_cols}) - 1 AS cls{ranks}, n FROM g"
+        f"SELECT k.__cls AS cls{s_cols}, count(*) AS n FROM {SOURCE_TABLE} t "
+        f"JOIN __classes k ON {on}{s_joins} GROUP BY ALL"
     )
     arrays = loaded.con.execute(sql).fetchnumpy()
     cls = np.asarray(arrays["cls"], dtype=np.int64)

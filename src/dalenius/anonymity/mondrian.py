@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from dalenius.anonymity.encode import Encoded, mapping_table_name, sensitive_table_name
@@ -113,7 +114,8 @@ def _split(
 ) -> tuple[IntArray, IntArray]:
     """Try to split the partitions of rows ``sel`` on their dimension; returns (split ids, new ids)."""
     value = ranks[sel, dim[p]]
-    order = np.lexsort((sel, value, p))
+    # one stable sort by (partition, value); rows with equal keys keep their (row) order
+    order = np.argsort(p * (int(ranks.max()) + 1) + value, kind="stable")
     sel, p, value = sel[order], p[order], value[order]
     first = np.searchsorted(p, p, side="left")
     pos = np.arange(len(p)) - first
@@ -129,8 +131,10 @@ def _split(
         left = np.where(use_le, value <= med, value < med)
     side = np.where(left, 0, 1)
     cls = p * 2 + side
-    cls_ids, cls_inv = np.unique(cls, return_inverse=True)
-    ok = _passing(cls_inv, len(cls_ids), [s[sel] for s in scodes], enc, models)
+    cls_inv, cls_ids = pd.factorize(cls, sort=False)
+    ok = _passing(
+        np.asarray(cls_inv, dtype=np.int64), len(cls_ids), [s[sel] for s in scodes], enc, models
+    )
     both = np.zeros(n_parts * 2, dtype=bool)
     both[cls_ids] = ok
     present = np.zeros(n_parts * 2, dtype=bool)
