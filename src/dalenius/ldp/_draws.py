@@ -34,6 +34,10 @@ class Draws(Protocol):
         """``size`` independent uniform integers in ``[0, n)`` (exact, no modulo bias)."""
         ...
 
+    def bernoulli32(self, threshold: int, size: int) -> npt.NDArray[np.bool_]:
+        """``size`` independent trials, true with probability exactly ``threshold / 2**32``."""
+        ...
+
 
 class SystemDraws:
     """Draws from a :class:`~dalenius.core.rng.RandomSource` (the OS generator in production)."""
@@ -62,6 +66,25 @@ class SystemDraws:
             pending = pending[~accepted]
         return out
 
+    def bernoulli32(self, threshold: int, size: int) -> npt.NDArray[np.bool_]:
+        """Exact trials from about one random byte each.
+
+        A 32-bit uniform word is below ``threshold`` exactly when its top byte is below the
+        threshold's top byte, or equal to it and the low 24 bits are below the threshold's: so one
+        byte decides, and only a tie (probability 1/256) needs three more — the same law as a full
+        word, for a quarter of the OS generator's output.
+        """
+        if threshold >= 1 << 32:
+            return np.ones(size, dtype=bool)
+        top = threshold >> 24
+        first = np.frombuffer(self._source.random_bytes(size), dtype=np.uint8)
+        out = first < top
+        tie = np.nonzero(first == top)[0]
+        if tie.size:
+            low = self.words32(tie.size) & np.uint32(0xFFFFFF)
+            out[tie] = low < np.uint32(threshold & 0xFFFFFF)
+        return out
+
 
 class SimulationDraws:
     """numpy's PCG64, for simulations of many clients only (see the module docstring).
@@ -74,8 +97,18 @@ class SimulationDraws:
         self.generator = np.random.Generator(np.random.PCG64(seed))
 
     def words32(self, size: int) -> npt.NDArray[np.uint32]:
-        """Uniform 32-bit words."""
-        return self.generator.integers(0, 1 << 32, size=size, dtype=np.uint32)
+        """Uniform 32-bit words (the generator's raw 64-bit output cut in two)."""
+        raw = self.generator.bit_generator.random_raw((size + 1) // 2)
+        words: npt.NDArray[np.uint32] = np.asarray(raw, dtype=np.uint64).view(np.uint32)[:size]
+        return words
+
+    def bernoulli32(self, threshold: int, size: int) -> npt.NDArray[np.bool_]:
+        """Trials true with probability ``threshold / 2**32``."""
+        return (
+            self.words32(size) < np.uint32(min(threshold, (1 << 32) - 1))
+            if threshold < 1 << 32
+            else np.ones(size, dtype=bool)
+        )
 
     def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
         """Uniform integers in ``[0, n)`` (numpy's unbiased bounded generator)."""

@@ -102,8 +102,9 @@ class CollectionSpec:
         >>> spec = CollectionSpec({"protocol": "grr", "epsilon": 1, "domain": ["a", "b", "c"]})
         >>> spec.validate(2)
         2
-        >>> spec.lifetime_epsilon([1, 1])  # two reports, no memoisation
-        Fraction(2, 1)
+        >>> spent = spec.lifetime_epsilon([1, 1])  # two reports, no memoisation
+        >>> spent == 2 * spec.per_report and spent <= 2
+        True
     """
 
     def __init__(self, settings: Mapping[str, Any]) -> None:

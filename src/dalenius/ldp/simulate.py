@@ -7,7 +7,7 @@ stays bounded (the servers' support counts add up across blocks), and a callback
 
 Example:
     >>> result = simulate("grr", 1, users=20_000, domain=5, dist="uniform", seed=1)
-    >>> result.true_counts.sum()
+    >>> int(result.true_counts.sum())
     20000
     >>> 0.5 < result.mse / result.theory_mse < 2
     True

@@ -65,14 +65,12 @@ class UnaryEncoding(FrequencyOracle):
     def _perturb(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
         d = self.domain_size
         out = np.empty((codes.size, d), dtype=np.uint8)
-        a_p, a_q = np.uint32(on_grid(self.p)), np.uint32(on_grid(self.q))
+        a_p, a_q = on_grid(self.p), on_grid(self.q)
         rows = max(1, CHUNK_BITS // d)
         for start in range(0, codes.size, rows):
             block = codes[start : start + rows]
-            words = draws.words32(block.size * d).reshape(block.size, d)
-            bits = words < a_q
-            index = np.arange(block.size)
-            bits[index, block] = words[index, block] < a_p
+            bits = draws.bernoulli32(a_q, block.size * d).reshape(block.size, d)
+            bits[np.arange(block.size), block] = draws.bernoulli32(a_p, block.size)
             out[start : start + block.size] = bits
         return out
 

@@ -1,0 +1,241 @@
+"""Local-DP frequency oracles: Dalenius vs pure-ldp and multi-freq-ldpy, time and mean squared error.
+
+Run ``python bench/ldp.py`` (small machine: ``--users 2e5``). One run prints one table:
+
+* for ε = 1 and 4, each protocol (GRR, OUE, OLH, HR), **encode + aggregate** of ``--users``
+  simulated clients over a domain of ``--domain`` values drawn from a Zipf(1.1) distribution:
+  seconds, MSE of the estimated counts, the closed-form MSE (mean of the exact variances) and
+  their ratio. Dalenius runs its vectorised encoders with the simulation generator (numpy's PCG64,
+  the simulation path: production clients use the OS generator, timed separately in the
+  ``os`` column for one batch of clients);
+* the same settings through pure-ldp and multi-freq-ldpy, each in its own virtualenv (their pins
+  conflict with ours: ``xxhash==3.8.2``, ``numpy<2`` for pure-ldp's sketches), called through a
+  subprocess on the same data. A peer whose projected time at the full size exceeds
+  ``--peer-budget`` seconds is run on fewer clients and its time **extrapolated linearly**
+  (marked ``~``); its MSE ratio is then measured at that smaller size (the ratio to the closed form
+  does not depend on ``n`` for an unbiased estimator). multi-freq-ldpy's aggregators clip and
+  renormalise, so its estimates are biased: its ratio measures that bias, not noise;
+* OLH at ``--big`` clients (default 10^7): seconds and peak resident memory, in a subprocess.
+
+Set the peers' interpreter with ``--peers-python`` (default ``/tmp/ldp-peers/bin/python``); when
+it is missing the table says so and shows Dalenius alone. This is a benchmark, not a test: it
+asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dalenius.ldp import make_oracle
+from dalenius.ldp._draws import SimulationDraws, SystemDraws
+from dalenius.ldp.simulate import distribution
+
+PROTOCOLS = ("grr", "oue", "olh", "hr")
+
+PEER_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+library, protocol, eps, d, path = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+values = np.load(path)
+if library == "pure-ldp":
+    import pure_ldp.frequency_oracles as fo
+else:
+    from multi_freq_ldpy.pure_frequency_oracles import GRR, UE, LH
+started = time.perf_counter()  # imports excluded
+if library == "pure-ldp":
+    if protocol == "grr":
+        client, server = fo.DEClient(eps, d), fo.DEServer(eps, d)
+    elif protocol == "oue":
+        client, server = fo.UEClient(eps, d, use_oue=True), fo.UEServer(eps, d, use_oue=True)
+    elif protocol == "olh":
+        client, server = fo.LHClient(eps, d, use_olh=True), fo.LHServer(eps, d, use_olh=True)
+    elif protocol == "hr":
+        server = fo.HadamardResponseServer(eps, d)
+        client = fo.HadamardResponseClient(eps, d, server.get_hash_funcs())
+    for v in values:
+        server.aggregate(client.privatise(int(v) + 1))
+    est = [server.estimate(i + 1, suppress_warnings=True) for i in range(d)]
+else:
+    if protocol == "grr":
+        reports = [GRR.GRR_Client(int(v), d, eps) for v in values]
+        freq = GRR.GRR_Aggregator_MI(reports, d, eps)
+    elif protocol == "oue":
+        reports = [UE.UE_Client(int(v), d, eps, True) for v in values]
+        freq = UE.UE_Aggregator_MI(reports, eps, True)
+    elif protocol == "olh":
+        reports = [LH.LH_Client(int(v), d, eps, True) for v in values]
+        freq = LH.LH_Aggregator_MI(reports, d, eps, True)
+    else:
+        raise SystemExit("unsupported")
+    est = list(np.asarray(freq, dtype=float) * len(values))
+print(json.dumps({"seconds": time.perf_counter() - started, "estimates": [float(x) for x in est]}))
+"""
+
+
+def dalenius_run(protocol: str, eps: float, values: np.ndarray, d: int) -> tuple[float, np.ndarray]:
+    oracle = make_oracle(protocol, d, eps)
+    draws = SimulationDraws()
+    started = time.perf_counter()
+    support = np.zeros(d, dtype=np.int64)
+    for start in range(0, values.size, 1 << 20):
+        support += oracle.support_counts(oracle._perturb(values[start : start + (1 << 20)], draws))
+    est = oracle.estimate_from_support(support, values.size).counts
+    return time.perf_counter() - started, est
+
+
+def os_rate(protocol: str, eps: float, d: int, clients: int = 100_000) -> float:
+    """Seconds per 10^6 clients through the production encoder's generator (os.urandom)."""
+    oracle = make_oracle(protocol, d, eps)
+    values = np.arange(clients) % d
+    started = time.perf_counter()
+    oracle._perturb(values, SystemDraws())
+    return (time.perf_counter() - started) * 1e6 / clients
+
+
+def peer_run(
+    python: str, library: str, protocol: str, eps: float, values: np.ndarray, d: int, budget: float
+) -> dict[str, object] | None:
+    """Run a peer; at a projected time above ``budget`` run fewer clients and extrapolate."""
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def once(n: int) -> dict[str, object] | None:
+            path = Path(tmp) / "values.npy"
+            np.save(path, values[:n])
+            done = subprocess.run(
+                [python, "-c", PEER_SCRIPT, library, protocol, str(eps), str(d), str(path)],
+                capture_output=True,
+                text=True,
+                timeout=max(budget * 3, 60),
+                check=False,
+            )
+            if done.returncode != 0:
+                return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1][:80]}
+            out: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+            out["n"] = n
+            return out
+
+        probe_n = min(values.size, 5_000)
+        try:
+            probe = once(probe_n)
+        except subprocess.TimeoutExpired:
+            return {"error": "timed out on 5,000 clients"}
+        if probe is None or "error" in probe:
+            return probe
+        projected = float(probe["seconds"]) * values.size / probe_n  # type: ignore[arg-type]
+        if projected <= budget:
+            try:
+                full = once(values.size)
+            except subprocess.TimeoutExpired:
+                full = None
+            if full is not None and "error" not in full:
+                return full
+        # measure at the largest size that fits the budget, extrapolate the time
+        n = int(min(values.size, max(probe_n, budget / max(projected, 1e-9) * values.size)))
+        try:
+            part = once(n) if n > probe_n else probe
+        except subprocess.TimeoutExpired:
+            part = probe
+        assert part is not None
+        part["extrapolated"] = float(part["seconds"]) * values.size / int(part["n"])  # type: ignore[arg-type]
+        return part
+
+
+def big_olh(users: int, d: int) -> tuple[float, float]:
+    code = (
+        "import resource, sys, time\n"
+        "from dalenius.ldp.simulate import simulate\n"
+        f"r = simulate('olh', 1, users={users}, domain={d}, dist='zipf', seed=7)\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20\n"
+        "print(r.seconds, peak, r.mse / r.theory_mse)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds, peak, ratio = (float(x) for x in done.stdout.split())
+    print(
+        f"OLH, ε = 1, {users:,} clients, d = {d}: {seconds:.2f} s encode + aggregate, peak RSS {peak:.2f} GiB, MSE/theory {ratio:.3f}"
+    )
+    return seconds, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=float, default=1e6)
+    parser.add_argument("--domain", type=int, default=1000)
+    parser.add_argument("--epsilons", default="1,4")
+    parser.add_argument("--protocols", default=",".join(PROTOCOLS))
+    parser.add_argument("--peers-python", default="/tmp/ldp-peers/bin/python")
+    parser.add_argument("--peer-budget", type=float, default=60.0, help="seconds per peer run")
+    parser.add_argument(
+        "--big", type=float, default=1e7, help="OLH clients for the scale row (0: skip)"
+    )
+    args = parser.parse_args()
+    n, d = int(args.users), args.domain
+    rng = np.random.default_rng(2026)  # data only
+    true_counts = rng.multinomial(n, distribution("zipf", d))
+    values = rng.permutation(np.repeat(np.arange(d), true_counts))
+    peers = Path(args.peers_python).exists()
+    if not peers:
+        print(
+            f"note: no peer interpreter at {args.peers_python}: pure-ldp and multi-freq-ldpy are not run"
+        )
+        print(
+            "      (python -m venv /tmp/ldp-peers && /tmp/ldp-peers/bin/pip install pure-ldp multi-freq-ldpy xxhash==3.8.2 'numpy<2' scipy scikit-learn statsmodels)"
+        )
+    print(
+        f"encode + aggregate, {n:,} clients, d = {d}, Zipf(1.1); MSE of counts; ratio = MSE / closed form"
+    )
+    header = f"{'ε':>3} {'protocol':8} {'dalenius s':>10} {'os s/1e6':>9} {'ratio':>7} | {'pure-ldp s':>11} {'ratio':>7} | {'mfl s':>9} {'ratio':>7} | {'speed-up':>8}"
+    print(header)
+    print("-" * len(header))
+    for eps in (float(e) for e in args.epsilons.split(",")):
+        for protocol in args.protocols.split(","):
+            oracle = make_oracle(protocol, d, eps)
+            theory = float(np.mean(oracle.variance(true_counts, n)))
+            seconds, est = dalenius_run(protocol, eps, values, d)
+            ratio = float(np.mean((est - true_counts) ** 2)) / theory
+            cells, best_peer = [], None
+            for library in ("pure-ldp", "multi-freq-ldpy"):
+                if not peers or (library == "multi-freq-ldpy" and protocol == "hr"):
+                    cells.append(
+                        (f"{'—':>11}" if library == "pure-ldp" else f"{'—':>9}", f"{'—':>7}")
+                    )
+                    continue
+                out = peer_run(
+                    args.peers_python, library, protocol, eps, values, d, args.peer_budget
+                )
+                width = 11 if library == "pure-ldp" else 9
+                if out is None or "error" in out:
+                    cells.append((f"{'failed':>{width}}", f"{'':>7}"))
+                    print(
+                        f"    {library} {protocol}: {out.get('error') if out else 'failed'}",
+                        file=sys.stderr,
+                    )
+                    continue
+                m = int(out["n"])  # type: ignore[arg-type]
+                truth = np.bincount(values[:m], minlength=d)
+                peer_theory = float(np.mean(oracle.variance(truth, m)))
+                peer_ratio = (
+                    float(np.mean((np.asarray(out["estimates"]) - truth) ** 2)) / peer_theory
+                )
+                t = float(out.get("extrapolated", out["seconds"]))  # type: ignore[arg-type]
+                mark = "~" if "extrapolated" in out else ""
+                cells.append((f"{mark + format(t, '.2f'):>{width}}", f"{peer_ratio:>7.3f}"))
+                best_peer = t if best_peer is None else min(best_peer, t)
+            speed = f"{best_peer / seconds:>7.0f}×" if best_peer else f"{'—':>8}"
+            print(
+                f"{eps:>3g} {protocol:8} {seconds:>10.3f} {os_rate(protocol, eps, d):>9.2f} {ratio:>7.3f} | "
+                f"{cells[0][0]} {cells[0][1]} | {cells[1][0]} {cells[1][1]} | {speed}"
+            )
+    if args.big:
+        big_olh(int(args.big), d)
+
+
+if __name__ == "__main__":
+    main()
