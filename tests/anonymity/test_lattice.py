@@ -19,6 +19,8 @@ from dalenius.anonymity.hierarchy import Hierarchy
 from dalenius.anonymity.lattice import all_nodes, search
 from dalenius.anonymity.metrics import METRICS
 from dalenius.anonymity.models import (
+    AlphaKAnonymity,
+    BetaLikeness,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
@@ -43,6 +45,8 @@ MODEL_SETS: list[tuple[list[Model], list[tuple[Any, ...]]]] = [
     ([EntropyLDiversity(1.8)], [("entropy", 1.8)]),
     ([KAnonymity(2), RecursiveCLDiversity(2, 2)], [("k", 2), ("recursive", 2, 2)]),
     ([TCloseness(0.3)], [("t", 0.3)]),
+    ([AlphaKAnonymity(0.6, 2)], [("alpha", 0.6, 2)]),
+    ([KAnonymity(2), BetaLikeness(1.5)], [("k", 2), ("beta", 1.5)]),
 ]
 
 
