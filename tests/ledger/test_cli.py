@@ -97,6 +97,8 @@ def test_set_then_show_budget(path: str, capsys) -> None:
             "definition": "pure",
             "total_cap": None,
             "total_spent": {"epsilon": 0.25, "epsilon_exact": "1/4"},
+            "fail_closed": False,
+            "failures": 0,
         }
     ]
 

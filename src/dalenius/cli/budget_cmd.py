@@ -64,6 +64,19 @@ def register(sub: Any) -> None:
     )
     put.set_defaults(func=run_set)
 
+    closed = actions.add_parser(
+        "fail-closed",
+        help="whether a failure after the data gate also exhausts the analyst's budget",
+        description=(
+            "on: a request that fails after the data gate (charged, one fixed outcome) also "
+            "exhausts that analyst's budget on the dataset until the custodian sets it again; "
+            "off: only the request's own loss is charged."
+        ),
+    )
+    add_store_options(closed, analyst_filter=False)
+    closed.add_argument("setting", choices=("on", "off"), help="on or off")
+    closed.set_defaults(func=run_fail_closed)
+
 
 def cap_from_args(args: argparse.Namespace) -> Loss:
     """The cap ``--epsilon`` / ``--delta`` / ``--rho`` describe (zero is allowed: no access)."""
@@ -99,6 +112,7 @@ def run_show(args: argparse.Namespace) -> int:
             for b in ledger.budgets(args.analyst, args.dataset)
         ]
         totals = [(d, ledger.total_spent(d.name)) for d in datasets]
+        failures = ledger.failure_counts()
     if args.json:
         emit_json(
             {
@@ -120,6 +134,8 @@ def run_show(args: argparse.Namespace) -> int:
                         "definition": d.definition,
                         "total_cap": loss_json(d.total_cap),
                         "total_spent": loss_json(spent),
+                        "fail_closed": d.fail_closed,
+                        "failures": failures.get(d.name, 0),
                     }
                     for d, spent in totals
                 ],
@@ -142,8 +158,35 @@ def run_show(args: argparse.Namespace) -> int:
     print(table(header, rows) if rows else "(no budgets)")
     if totals:
         print()
-        cells = [[d.name, d.definition, _text(d.total_cap), str(spent)] for d, spent in totals]
-        print(table(("dataset", "definition", "total cap", "spent by all"), cells))
+        cells = [
+            [
+                d.name,
+                d.definition,
+                _text(d.total_cap),
+                str(spent),
+                "closed" if d.fail_closed else "open",
+                str(failures.get(d.name, 0)),
+            ]
+            for d, spent in totals
+        ]
+        head = ("dataset", "definition", "total cap", "spent by all", "on failure", "failures")
+        print(table(head, cells))
+    return EXIT_OK
+
+
+def run_fail_closed(args: argparse.Namespace) -> int:
+    """Run ``dalenius budget fail-closed``."""
+    if args.dataset is None:
+        raise ConfigurationError("budget fail-closed needs --dataset.", fix="pass --dataset NAME.")
+    on = args.setting == "on"
+    with open_ledger(args.ledger or default_ledger()) as ledger:
+        known = {d.name: d.definition for d in ledger.datasets()}
+        ledger.set_dataset(args.dataset, definition=known.get(args.dataset, "pure"), fail_closed=on)
+    if args.json:
+        emit_json({"dataset": args.dataset, "fail_closed": on})
+    else:
+        what = "exhausts that analyst's budget" if on else "charges only its own loss"
+        print(f"dataset {args.dataset!r}: a failure after the data gate now {what}")
     return EXIT_OK
 
 

@@ -620,6 +620,15 @@ class Gateway:
             self.ledger.set_dataset(name, definition=definition, total_cap=loss)
         return self.dataset_accounting(name)
 
+    def set_fail_closed(self, name: str, fail_closed: bool) -> dict[str, Any]:
+        """Whether a failure after the data gate also exhausts that analyst's budget there."""
+        if self.store.registration(name) is None:
+            raise NotFoundError(f"No dataset named {name!r} is registered.")
+        known = any(info.name == name for info in self.ledger.datasets())
+        definition = self._definition(name) if known else "pure"
+        self.ledger.set_dataset(name, definition=definition, fail_closed=fail_closed)
+        return self.dataset_accounting(name)
+
     def dataset_accounting(self, name: str) -> dict[str, Any]:
         """A dataset's definition, total cap and what every analyst together has spent."""
         if self.store.registration(name) is None:

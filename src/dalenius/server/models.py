@@ -151,6 +151,12 @@ class LossRequest(_Request):
     rho: Number | None = None
 
 
+class FailClosedRequest(_Request):
+    """Whether a failure after the data gate also exhausts the analyst's budget on the dataset."""
+
+    fail_closed: bool
+
+
 class BudgetRequest(LossRequest):
     """An analyst's budget on a dataset, optionally renewed every ``refresh_days`` days."""
 

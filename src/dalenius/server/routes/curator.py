@@ -87,6 +87,20 @@ def set_total_cap(
     return gateway.set_total_cap(name, _spec(body))
 
 
+@router.put(
+    "/datasets/{name}/fail-closed",
+    response_model_exclude_unset=True,
+    response_model=models.Accounting,
+    responses=errors(403, 404),
+    operation_id="set_fail_closed",
+)
+def set_fail_closed(
+    name: Name, body: models.FailClosedRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Make a failure after the data gate also exhaust that analyst's budget on the dataset."""
+    return gateway.set_fail_closed(name, body.fail_closed)
+
+
 @router.delete(
     "/datasets/{name}/total-cap",
     response_model_exclude_unset=True,

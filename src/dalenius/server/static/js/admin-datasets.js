@@ -69,6 +69,29 @@ function capControls(name, accounting, fail, done) {
   return h("div", { class: "cap-controls" }, h("span", { class: "nowrap", text: accounting.total_cap ? fmtLoss(accounting.total_cap) : "none" }), value, set, lift);
 }
 
+// Failures after the data gate: each was charged and is an incident (the audit trail has the
+// engine's message). Fail closed: such a failure also exhausts that analyst's budget here.
+function failureControls(name, accounting, fail, done) {
+  const count = accounting.failures || 0;
+  const badge = h("a", { href: `#/admin/ledger?view=audit&dataset=${enc(name)}`, class: `badge ${count ? "bad" : ""}`, title: "requests that failed after reading the data (charged); see the audit trail", text: String(count) });
+  const toggle = h("button", {
+    type: "button",
+    class: `button small ${accounting.fail_closed ? "danger" : "secondary"}`,
+    text: accounting.fail_closed ? "Fails closed" : "Fails open",
+    title: "closed: a failure after the data gate also exhausts that analyst's budget on this dataset",
+    onclick: async () => {
+      try {
+        await put(`/datasets/${enc(name)}/fail-closed`, { fail_closed: !accounting.fail_closed });
+        toast(`${name} now fails ${accounting.fail_closed ? "open" : "closed"}`);
+        done();
+      } catch (failure) {
+        fail(failure);
+      }
+    },
+  });
+  return h("div", { class: "cap-controls" }, badge, toggle);
+}
+
 export async function adminDatasetsPage(root) {
   const { datasets } = await get("/datasets");
   const accounting = await Promise.all(datasets.map((d) => get(`/datasets/${enc(d.name)}/accounting`)));
@@ -85,6 +108,7 @@ export async function adminDatasetsPage(root) {
     td(`${fmtTime(d.registered_at)} by ${d.registered_by || "?"}`, "small"),
     td(capControls(d.name, accounting[i], fail, again)),
     td(fmtLoss(accounting[i].total_spent), "nowrap"),
+    td(failureControls(d.name, accounting[i], fail, again)),
     h("button", {
       type: "button",
       class: "button small danger",
@@ -101,6 +125,6 @@ export async function adminDatasetsPage(root) {
       },
     }),
   ]);
-  root.append(feedback, h("section", { class: "card" }, h("h2", { text: "Registered datasets" }), table(["Name", "Tables", "Catalog", "Registered", "Total cap", "Spent by all", ""], rows, { label: "Registered datasets", empty: "No dataset is registered yet." })));
+  root.append(feedback, h("section", { class: "card" }, h("h2", { text: "Registered datasets" }), table(["Name", "Tables", "Catalog", "Registered", "Total cap", "Spent by all", "Failures after the gate", ""], rows, { label: "Registered datasets", empty: "No dataset is registered yet." })));
   for (const d of datasets.filter((x) => x.problem)) root.append(errorAlert({ error: { code: "dataset_unavailable", message: `${d.name}: ${d.problem}` } }));
 }

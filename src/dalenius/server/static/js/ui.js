@@ -121,6 +121,8 @@ const TITLES = {
   request_in_progress: "Request still in progress",
   dataset_unavailable: "Dataset unavailable",
   execution_error: "Engine failure — nothing was spent",
+  evaluation_failed: "Failed after reading the data — the loss was charged",
+  deadline: "Deadline passed — the loss was charged",
   network_error: "Gateway unreachable",
   internal_error: "Internal error",
 };
@@ -182,7 +184,7 @@ export function td(content, cls) {
 }
 
 export function statusBadge(status) {
-  const kinds = { committed: "ok", answered: "ok", cached: "accent", pending: "warn", reserved: "warn", rolled_back: "", failed: "bad", refused: "bad", lost: "bad" };
+  const kinds = { committed: "ok", answered: "ok", cached: "accent", pending: "warn", reserved: "warn", rolled_back: "", returned: "", charged: "warn", failed: "bad", deadline: "bad", exhausted: "bad", refused: "bad", lost: "bad" };
   return h("span", { class: `badge ${kinds[status] ?? ""}`, text: status.replace("_", " ") });
 }
 
