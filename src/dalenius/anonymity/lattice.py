@@ -86,12 +86,20 @@ class _Snapshot:
 
 
 def _snapshot(source: _Snapshot, cls: IntArray, n_classes: int) -> _Snapshot:
-    key = cls.copy()
-    for codes, sens in zip(source.scodes, _sizes(source), strict=True):
-        key = key * sens + codes
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    count = np.bincount(inverse, weights=source.count).astype(np.int64)
-    return _Snapshot([b[first] for b in source.base], [c[first] for c in source.scodes], count)
+    key = cls
+    groups = n_classes
+    if source.scodes:
+        combined = cls.copy()
+        for codes, size in zip(source.scodes, _sizes(source), strict=True):
+            combined = combined * size + codes
+        ids, uniques = pd.factorize(combined, sort=False)
+        key, groups = np.asarray(ids, dtype=np.int64), len(uniques)
+    first = np.empty(groups, dtype=np.int64)
+    first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the first row of each group
+    count = np.bincount(key, weights=source.count, minlength=groups).astype(np.int64)
+    return _Snapshot(
+        [b[first] for b in source.base], [c[first] for c in source.scodes], count
+    )
 
 
 def _sizes(snap: _Snapshot) -> list[int]:
@@ -338,6 +346,7 @@ def _flash(ev: Evaluator, nodes: IntArray, status: np.ndarray, progress: Progres
     for a in range(len(heights) - 2, -1, -1):
         radix[a] = radix[a + 1] * (heights[a + 1] + 1)
     order = np.argsort(nodes.sum(axis=1), kind="stable")
+    small = nodes.astype(np.int16)
     hs = [int(h) for h in heights]
     rad = [int(r) for r in radix]
     for start in order[status[order] == 0]:
@@ -360,13 +369,12 @@ def _flash(ev: Evaluator, nodes: IntArray, status: np.ndarray, progress: Progres
         while lo <= hi:
             mid = (lo + hi) // 2
             idx = path[mid]
+            open_ = np.flatnonzero(status == 0)
             if ev.mono_suppressed(tuple(int(x) for x in nodes[idx])) <= ev.limit:
-                cone = np.all(nodes >= nodes[idx], axis=1) & (status == 0)
-                status[cone] = 1
+                status[open_[(small[open_] >= small[idx]).all(axis=1)]] = 1
                 hi = mid - 1
             else:
-                cone = np.all(nodes <= nodes[idx], axis=1) & (status == 0)
-                status[cone] = -1
+                status[open_[(small[open_] <= small[idx]).all(axis=1)]] = -1
                 lo = mid + 1
         if progress is not None:
             progress(int(np.count_nonzero(status)) // 2, len(nodes))
