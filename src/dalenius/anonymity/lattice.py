@@ -97,9 +97,7 @@ def _snapshot(source: _Snapshot, cls: IntArray, n_classes: int) -> _Snapshot:
     first = np.empty(groups, dtype=np.int64)
     first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the first row of each group
     count = np.bincount(key, weights=source.count, minlength=groups).astype(np.int64)
-    return _Snapshot(
-        [b[first] for b in source.base], [c[first] for c in source.scodes], count
-    )
+    return _Snapshot([b[first] for b in source.base], [c[first] for c in source.scodes], count)
 
 
 def _sizes(snap: _Snapshot) -> list[int]:
