@@ -70,6 +70,7 @@ def test_two_analysts_get_the_same_release_charged_once_to_the_total(
     assert second.rows == first.rows and second.lows == first.lows
     assert second.shared and second.cached and not first.cached
     assert second.spent == PureDP(Fraction(1, 2))
+    assert "shared answer" in str(second) and second.to_dict()["shared"] is True
     assert ledger.total_spent(catalog.name) == PureDP(Fraction(1, 2))
     assert bob.remaining() == PureDP(Fraction(1, 2))
     # A different question is a new release: independent noise, charged to the total.

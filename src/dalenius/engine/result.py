@@ -207,9 +207,12 @@ def format_table(result: Result) -> str:
         lines.append(
             f"(rank ±r): with {pct} confidence the value's rank is within r of its target."
         )
-    spent = (
-        "nothing (identical query answered from the ledger)" if result.cached else str(result.loss)
-    )
+    if result.shared:
+        spent = f"{result.loss} (the dataset's shared answer to this query, released once)"
+    elif result.cached:
+        spent = "nothing (identical query answered from the ledger)"
+    else:
+        spent = str(result.loss)
     lines.append(f"spent: {spent}    remaining: {result.remaining}")
     return "\n".join(lines)
 

@@ -221,7 +221,9 @@ function resultView(data) {
     }
     drawChart(measures[0]);
   }
-  const spentText = data.cached ? "nothing" : fmtLoss(data.spent);
+  // A shared answer (another analyst's release of the same query) is charged to this analyst.
+  const free = data.cached && !data.shared;
+  const spentText = free ? "nothing" : fmtLoss(data.spent);
   return h(
     "section",
     { class: "card", id: "result-panel", "aria-label": "Result" },
@@ -229,7 +231,7 @@ function resultView(data) {
       "div",
       { class: "card-head" },
       h("h2", { text: "Result" }),
-      data.cached ? h("span", { class: "badge accent", text: "answered from the ledger — free" }) : h("span", { class: "badge warn", text: "released" }),
+      data.shared ? h("span", { class: "badge accent", text: "the dataset's shared answer" }) : free ? h("span", { class: "badge accent", text: "answered from the ledger — free" }) : h("span", { class: "badge warn", text: "released" }),
       h("span", { class: "spacer" }),
       data.entry_id ? h("span", { class: "meta mono", text: `entry ${data.entry_id.slice(0, 12)}` }) : null,
     ),
@@ -361,7 +363,7 @@ export async function queryPage(root, params) {
       try {
         const data = await post(`/datasets/${enc(chosen.name)}/query`, body());
         clear(output).append(resultView(data));
-        toast(data.cached ? "Answered from the ledger at no cost" : `Spent ${fmtLoss(data.spent)}`);
+        toast(data.cached && !data.shared ? "Answered from the ledger at no cost" : `Spent ${fmtLoss(data.spent)}`);
       } finally {
         await refreshBudget();
       }
