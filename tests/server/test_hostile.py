@@ -319,3 +319,20 @@ def test_epsilon_below_the_floor_is_refused_at_no_cost(site: Site) -> None:
     assert _post(site, QUERY, {"sql": options})[0] == 400
     assert site.gateway.ledger.spent("alice", "census") == PureDP(0)
     assert _post(site, QUERY, {"sql": COUNT, "epsilon": floor})[0] == 200
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+@given(case=hostile_sql())
+def test_hostile_queries_never_get_a_500(site: Site, case: tuple[str, object]) -> None:
+    # Queries reach the engine: an engine failure after the data gate is the one fixed,
+    # charged failure outcome (a 5xx by design, never the 500 of a bug).
+    sql, epsilon = case
+    status, body = _post(site, QUERY, {"sql": sql, "epsilon": epsilon})
+    assert status != 500, (sql, epsilon, body)
+    assert site.gateway.ledger.verify() == []
