@@ -169,8 +169,13 @@ def run_demo(args: argparse.Namespace) -> int:
         f"""
           dalenius explain --catalog {catalog_path} --epsilon 0.2 "SELECT state, COUNT(*) FROM people GROUP BY state"
           dalenius query   --catalog {catalog_path} --ledger {ledger_path} --analyst {DEMO_ANALYST} --epsilon 0.05 "SELECT AVG(age) FROM people WHERE sex = 'Female'"
+          dalenius query   --catalog {catalog_path} --ledger {ledger_path} --analyst {DEMO_ANALYST} --target-error 100 "SELECT COUNT(*) FROM people WHERE age >= 40"
+          dalenius explain --catalog {catalog_path} --epsilon 0.2 "SELECT p.education, COUNT(*) AS visits FROM people p JOIN visits v ON p.person_id = v.person_id GROUP BY p.education"
           dalenius budget show --ledger {ledger_path}
           dalenius ledger list --ledger {ledger_path}
+
+        The third asks for an error instead of an ε (the smallest ε meeting ±100 is spent); the
+        fourth joins two private tables on the person they both protect.
         """
     )
     return EXIT_OK
