@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -487,11 +489,20 @@ def _num(x: Fraction | int | float) -> int | float:
         return x
     if x.denominator == 1:
         return int(x.numerator)
-    return float(x)
+    try:
+        return float(x)
+    except OverflowError:
+        # Beyond the largest double (a sum of values near 1e308, or its error bar): saturate,
+        # which keeps the order of a value and its interval ends, instead of failing.
+        return math.copysign(sys.float_info.max, x)
 
 
 def _cell(value: Any) -> Any:
     kind = type(value)
+    if kind is float and not math.isfinite(value):
+        # A derived output beyond the doubles (SUM(x) * 1e300) saturates, and NaN is missing:
+        # every released cell is a finite number or NULL, whatever the data.
+        return None if math.isnan(value) else math.copysign(sys.float_info.max, value)
     if kind is int or kind is float or value is None:
         return value
     if isinstance(value, Fraction):
@@ -525,6 +536,9 @@ def _norm(value: Any, col_type: str) -> Any:
         value = value.item()
     if isinstance(value, date):
         return value.isoformat()
+    if isinstance(value, Decimal):
+        # An integer key rounded in DECIMAL (ROUND(n, -1) cannot overflow there).
+        value = int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, float):
         if math.isnan(value):
             return _NAN

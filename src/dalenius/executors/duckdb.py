@@ -16,6 +16,7 @@ with it.
 
 from __future__ import annotations
 
+import csv
 import glob
 import logging
 import threading
@@ -27,6 +28,7 @@ from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.core.rng import system_random
 from dalenius.core.unit import IdUnit
 from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
+from dalenius.executors.convert import sql_string
 
 _log = logging.getLogger("dalenius.executors")
 
@@ -63,7 +65,9 @@ class DuckDBExecutor(Executor):
         disabled_optimizers: str | None = None,
     ) -> None:
         super().__init__(catalog)
+        # No progress bar: a long query would otherwise print it on the process's output.
         self._con = duckdb.connect(":memory:")
+        self._con.execute("SET enable_progress_bar = false")
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
         if disabled_optimizers is None and catalog.constant_time:
@@ -76,6 +80,7 @@ class DuckDBExecutor(Executor):
         self._running: int | None = None
         self._loaded: set[str] = set()
         self._attached: dict[str, str] = {}
+        self._skipped: dict[str, int] = {}
         for table in catalog.tables:
             self._check_columns(table)
         for table in catalog.tables:
@@ -138,7 +143,7 @@ class DuckDBExecutor(Executor):
         source = table.source
         location = source.location.replace("'", "''")
         if source.kind == "csv":
-            return f"read_csv('{location}', header = true, all_varchar = true)"
+            return csv_reader(location, csv_header(table))
         if source.kind == "parquet":
             return f"read_parquet('{location}')"
         if source.kind == "duckdb":
@@ -162,19 +167,49 @@ class DuckDBExecutor(Executor):
             fix=f"run this catalog with the {source.kind} executor (engine = '{source.kind}').",
         )
 
+    def skipped_rows(self, table: Table) -> int:
+        """How many malformed lines of ``table``'s CSV file were skipped (for the custodian only).
+
+        The count is logged when the file is loaded; it is never part of an answer.
+        """
+        with self._lock:
+            if table.name not in self._loaded:
+                self._load(table)
+            return self._skipped.get(table.name, 0)
+
+    def _count_skipped(self, table: Table) -> None:
+        rows = self._con.execute("SELECT COUNT(DISTINCT (file_id, line)) FROM __dalenius_rejects")
+        skipped = int(rows.fetchall()[0][0])
+        self._con.execute("DROP TABLE IF EXISTS __dalenius_rejects")
+        self._con.execute("DROP TABLE IF EXISTS __dalenius_reject_scans")
+        self._skipped[table.name] = skipped
+        if skipped:
+            _log.warning(
+                "table %s: %d malformed CSV line(s) skipped (wrong number of fields, invalid "
+                "UTF-8, an unclosed quote or a line over %d bytes)",
+                table.name,
+                skipped,
+                MAX_LINE_BYTES,
+            )
+
     def _check_columns(self, table: Table) -> None:
-        raw = self._raw_relation(table)
-        try:
-            described = self._con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()
-        except duckdb.Error as exc:
-            # The engine's message may quote the file's lines; it goes to the log only.
-            _log.warning("cannot read the source of table %r: %s", table.name, exc)
-            raise CatalogError(
-                f"DuckDB cannot read the source {table.source.location!r} as {table.source.kind}.",
-                table=table.name,
-                fix=f"check that the file is a valid {table.source.kind} file.",
-            ) from None
-        present = {str(row[0]).lower() for row in described}
+        if table.source.kind == "csv":
+            # The header line is the schema; no data row is read (nor sniffed) before the gate.
+            present = {name.lower() for name in csv_header(table)}
+        else:
+            raw = self._raw_relation(table)
+            try:
+                described = self._con.execute(f"DESCRIBE SELECT * FROM {raw}").fetchall()
+            except duckdb.Error as exc:
+                # The engine's message may quote the file's lines; it goes to the log only.
+                _log.warning("cannot read the source of table %r: %s", table.name, exc)
+                raise CatalogError(
+                    f"DuckDB cannot read the source {table.source.location!r} as "
+                    f"{table.source.kind}.",
+                    table=table.name,
+                    fix=f"check that the file is a valid {table.source.kind} file.",
+                ) from None
+            present = {str(row[0]).lower() for row in described}
         for column in table.columns:
             if column.name.lower() not in present:
                 # The names found are not listed: a file that is not a valid source would
@@ -204,6 +239,7 @@ class DuckDBExecutor(Executor):
                 f'CREATE OR REPLACE TABLE "{name}" AS SELECT {projection} FROM {text}'
             )
             self._con.execute(f"DROP TABLE {text}")
+            self._count_skipped(table)
         else:
             self._con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {projection} FROM {raw}')
         self._check_row_count(table, f'"{name}"')
@@ -214,6 +250,8 @@ class DuckDBExecutor(Executor):
         name = table.name.replace('"', '""')
         text = f'"__text_{name}"'
         self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
+        if table.source.kind == "csv":
+            self._count_skipped(table)
         try:
             self._check_row_count(table, text)
         except CatalogError:
@@ -255,12 +293,72 @@ CONSTANT_TIME_DISABLED_OPTIMIZERS = "statistics_propagation,filter_pushdown"
 the effect)."""
 
 
+MAX_LINE_BYTES = 1 << 27
+"""The longest CSV line read (128 MiB); a longer line is skipped like any malformed line."""
+
+
+def csv_header(table: Table) -> list[str]:
+    """The column names in the first line of ``table``'s CSV file (its schema; no data row read).
+
+    Raises:
+        CatalogError: the file cannot be opened or has no header line.
+    """
+    path = table.source.location
+    try:
+        with open(
+            glob.glob(path)[0] if glob.glob(path) else path,
+            newline="",
+            encoding="utf-8",
+            errors="replace",
+        ) as handle:
+            header = next(csv.reader(handle), None)
+    except OSError as exc:
+        raise CatalogError(
+            f"cannot read the CSV file {path!r}: {exc.strerror}.",
+            table=table.name,
+            fix="check the source path in the catalog.",
+        ) from None
+    if not header:
+        raise CatalogError(
+            f"the CSV file {path!r} has no header line.",
+            table=table.name,
+            fix="write the column names on the first line of the file.",
+        )
+    return header
+
+
+def csv_reader(location: str, header: list[str]) -> str:
+    """``read_csv`` with a fixed dialect and every column as text: nothing is sniffed from rows.
+
+    RFC 4180 (comma, double quotes, quotes doubled inside a value), one header line, the columns
+    named by the header, all ``VARCHAR``. A line that does not fit (a wrong number of fields,
+    invalid UTF-8, an unclosed quote, a line over :data:`MAX_LINE_BYTES`) is skipped instead of
+    making the whole file unreadable, and recorded (line number and error kind) in the temporary
+    table ``__dalenius_rejects``, which the loader counts and drops.
+    """
+    columns = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header)
+    options = (
+        f"header = true, auto_detect = false, columns = {{{columns}}}, delim = ',', "
+        f"quote = '\"', escape = '\"', max_line_size = {MAX_LINE_BYTES}, ignore_errors = true, "
+        "store_rejects = true, rejects_table = '__dalenius_rejects', "
+        "rejects_scan = '__dalenius_reject_scans'"
+    )
+    return f"read_csv('{location}', {options})"
+
+
+def _escaped(name: str) -> str:
+    return name.replace('"', '""')
+
+
 def _converted(column: Column) -> str:
     quoted = '"' + column.name.replace('"', '""') + '"'
     target = DUCKDB_TYPES[column.type]
     value = quoted
-    if column.type != "str":
-        value = f"TRY_CAST({quoted} AS {target})"
-    else:
+    if column.type == "str":
         value = f"NULLIF(CAST({quoted} AS VARCHAR), '')"
+    elif column.type == "float":
+        # NaN is missing, not a number: it becomes NULL (the same rule on every engine).
+        value = f"NULLIF(TRY_CAST({quoted} AS {target}), CAST('NaN' AS DOUBLE))"
+    else:
+        value = f"TRY_CAST({quoted} AS {target})"
     return f"{value} AS {quoted}"

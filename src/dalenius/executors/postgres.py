@@ -297,6 +297,9 @@ def _converted(column: Column, relation: _Relation, table: Table) -> str:
             converted = value
         elif pg_type == "timestamp":
             converted = f"CAST({value} AS DATE)"
+    if converted is not None and declared == "float":
+        # NaN is missing, not a number: it becomes NULL (the same rule on every engine).
+        converted = f"NULLIF({converted}, CAST('NaN' AS DOUBLE PRECISION))"
     if converted is None:
         raise CatalogError(
             f"the PostgreSQL column has type {pg_type}, which Dalenius does not read as "

@@ -343,6 +343,9 @@ def _converted(column: Column, actual: str, spark_type: str, table: Table) -> st
             converted = value
         elif base == "timestamp_ntz":
             converted = f"CAST({value} AS DATE)"
+    if converted is not None and declared == "float":
+        # NaN is missing, not a number: it becomes NULL (the same rule on every engine).
+        converted = f"NULLIF({converted}, CAST('NaN' AS DOUBLE))"
     if converted is None:
         raise CatalogError(
             f"the Spark column has type {spark_type}, which Dalenius does not read as {declared} "

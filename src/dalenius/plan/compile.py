@@ -49,7 +49,7 @@ from dalenius.plan.nodes import (
     output_fields,
 )
 from dalenius.plan.noise import mechanism_for
-from dalenius.plan.sensitivity import sum_grid, sum_sq_grid
+from dalenius.plan.sensitivity import grid_problem, sum_grid, sum_sq_grid
 
 MAX_INT_BINS = 4096
 """An int argument whose bounds span at most this many values gets one bin per value."""
@@ -329,6 +329,16 @@ class _Builder:
                 "the bounds are too wide for an exact sum.",
                 clause="SELECT",
                 fix="ask the custodian for tighter bounds.",
+            )
+        problem = grid_problem(kind, bounds, granularity) if bounds is not None else None
+        if problem is not None:
+            raise PrivacyRefusal(
+                f"the bounds of the aggregate's argument cannot be computed exactly: {problem}.",
+                clause="SELECT",
+                why="the engine would overflow or round away the value, and a failure or a "
+                "wrong result could depend on one row.",
+                fix="aggregate a column (or an expression) whose declared bounds lie within "
+                "±1e300, or ask the custodian for other bounds.",
             )
         return Measurement(
             name=name,

@@ -137,31 +137,52 @@ def _binary(op: str, a: Value, b: Value) -> Value:
         return a >= b
     if op == "||":
         return f"{a}{b}"
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
+    if op in ("+", "-", "*"):
+        try:
+            return a + b if op == "+" else a - b if op == "-" else a * b
+        except OverflowError:
+            # An integer beyond the doubles met a float: in doubles the result saturates to ±∞.
+            return _binary(op, _saturated(a), _saturated(b))
     if op == "/":
         if b == 0:
             return None
         if _is_int(a) and _is_int(b):
             quotient = abs(a) // abs(b)
             return quotient if (a >= 0) == (b >= 0) else -quotient
-        return a / b
+        try:
+            return a / b
+        except OverflowError:
+            return _saturated(a) / _saturated(b)
     if op == "%":
         if b == 0:
             return None
         if _is_int(a) and _is_int(b):
             rest = abs(a) % abs(b)
             return rest if a >= 0 else -rest
-        return math.fmod(a, b)
+        a, b = _saturated(a), _saturated(b)
+        # fmod(±∞, b) and fmod(a, NaN) are NaN in SQL engines; Python raises instead.
+        return math.fmod(a, b) if math.isfinite(a) and not math.isnan(b) else math.nan
     raise EvaluationError(f"unknown operator {op}")
 
 
 def _is_int(v: Value) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _saturated(v: Value) -> Value:
+    """``v`` as a float, ±∞ beyond the largest double."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def _finite(v: Value) -> bool:
+    """Whether ``v`` is a number a double holds (post-processing must not fail on any value)."""
+    try:
+        return math.isfinite(float(v))
+    except (OverflowError, TypeError, ValueError):
+        return False
 
 
 def _function(name: str, args: list[Value]) -> Value:
@@ -183,6 +204,8 @@ def _function(name: str, args: list[Value]) -> Value:
         return str(args[0]).strip(" ")
     if name == "LENGTH":
         return len(str(args[0]))
+    if name in ("FLOOR", "CEIL") and not _finite(args[0]):
+        return args[0]  # ±∞ (a saturated value) and NaN are their own floor and ceiling
     if name == "FLOOR":
         return math.floor(args[0]) if not _is_int(args[0]) else args[0]
     if name == "CEIL":
@@ -197,8 +220,12 @@ def _round_half_away(x: Value, digits: int) -> Value:
     digits = max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, digits))
     if _is_int(x) and digits >= 0:
         return x
+    if not _finite(x):
+        return x
     scale = 10.0**digits
     scaled = abs(float(x)) * scale
+    if not math.isfinite(scaled):
+        return float(x)  # a double this large has no digit after the point to round
     rounded = math.floor(scaled + 0.5) / scale
     return (
         math.copysign(rounded, float(x)) if digits > 0 else float(math.copysign(rounded, float(x)))

@@ -49,13 +49,7 @@ def sum_grid(
         return granularity, int(units)
     if reach == 0:
         return Fraction(1), 0
-    # Smallest power of two g with reach / g <= FLOAT_GRID_STEPS.
-    exponent = math.ceil(math.log2(reach / FLOAT_GRID_STEPS))
-    granularity = Fraction(2) ** exponent
-    while reach / granularity > FLOAT_GRID_STEPS:
-        granularity *= 2
-    while reach / (granularity / 2) <= FLOAT_GRID_STEPS:
-        granularity /= 2
+    granularity = power_of_two_grid(reach)
     return granularity, math.ceil(reach / granularity)
 
 
@@ -87,10 +81,63 @@ def sum_sq_grid(
             return granularity, int(units)
     if top == 0:
         return Fraction(1), 0
-    exponent = math.ceil(math.log2(top / FLOAT_GRID_STEPS))
-    granularity = Fraction(2) ** exponent
-    while top / granularity > FLOAT_GRID_STEPS:
-        granularity *= 2
-    while top / (granularity / 2) <= FLOAT_GRID_STEPS:
-        granularity /= 2
+    granularity = power_of_two_grid(top)
     return granularity, math.ceil(top / granularity)
+
+
+def power_of_two_grid(reach: Fraction) -> Fraction:
+    """The smallest power of two ``g`` with ``reach / g <= FLOAT_GRID_STEPS`` (``reach > 0``).
+
+    Computed exactly from the numerator's and denominator's bit lengths: the bounds may be far
+    outside the range of a double (a sum of squares of values near 1e300 reaches 1e600), where a
+    floating-point logarithm would overflow or underflow.
+
+    Example:
+        >>> power_of_two_grid(Fraction(2**40))
+        Fraction(1024, 1)
+        >>> power_of_two_grid(Fraction(1, 10**600)) == Fraction(1, 2**2023)
+        True
+    """
+    ratio = reach / FLOAT_GRID_STEPS
+    exponent = ratio.numerator.bit_length() - ratio.denominator.bit_length()
+    granularity = Fraction(2) ** exponent
+    while ratio > granularity:
+        granularity *= 2
+    while ratio <= granularity / 2:
+        granularity /= 2
+    return granularity
+
+
+DOUBLE_MAX = Fraction(2**1024 - 2**971)
+"""The largest finite double, exactly."""
+
+SCALED_LIMIT = Fraction(2**1000)
+"""A clipped value times its grid scale, and the centre in grid units, stay below this: the
+engine computes them in doubles, which must neither overflow nor lose the grid to rounding."""
+
+
+def grid_problem(kind: str, bounds: tuple[Fraction, Fraction], granularity: Fraction) -> str | None:
+    """Why a measurement's fixed-point grid cannot be computed in doubles, or ``None`` if it can.
+
+    Decided from the bounds alone, at planning time, so that the exact aggregate can never fail
+    (or depend on a row) at execution time. Every clipped value must be a finite double; for a sum
+    its value in grid units (``value / granularity``) must stay below :data:`SCALED_LIMIT`.
+
+    Example:
+        >>> grid_problem("sum", (Fraction(0), Fraction(10)), Fraction(1, 2**26)) is None
+        True
+        >>> grid_problem("sum", (Fraction(0), Fraction(10**400)), Fraction(1)) is not None
+        True
+    """
+    low, high = bounds
+    magnitude = max(abs(low), abs(high))
+    if magnitude > DOUBLE_MAX:
+        return (
+            f"the bounds reach {float(min(magnitude, DOUBLE_MAX)):.3g} or beyond, "
+            "outside the range of a double"
+        )
+    if kind == "sum_sq" and ((high - low) / 2) ** 2 > DOUBLE_MAX:
+        return "the spread of the bounds squared (a variance) exceeds the largest double"
+    if kind == "sum" and magnitude / granularity >= SCALED_LIMIT:
+        return "the bounds are too narrow for their magnitude: a fixed-point grid cannot hold them"
+    return None

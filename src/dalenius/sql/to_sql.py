@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -56,6 +57,7 @@ from dalenius.plan.nodes import (
     all_fields,
     output_fields,
 )
+from dalenius.plan.sensitivity import SCALED_LIMIT
 from dalenius.sql.dialects import (
     double_arithmetic,
     exact_sum,
@@ -461,7 +463,15 @@ class Compiler:
         return _clip(self.clipped_arg(arg), low, high)
 
     def measurement(self, m: Measurement) -> exp.Expr:
-        """The exact aggregate for one measurement (an integer in grid units)."""
+        """The exact aggregate for one measurement (an integer in grid units).
+
+        Every step is total over the clipped values: integers stay within BIGINT (bounds within
+        its range, centres subtracted before any product, counts widened before multiplying),
+        doubles are scaled by powers of two split so that no factor overflows, and every double
+        is clipped to the measurement's range in grid units *before* it is cast to BIGINT. Which
+        arithmetic is used is decided from the bounds alone (see
+        :func:`dalenius.plan.sensitivity.grid_problem`).
+        """
         if m.kind == "count":
             return exp.Count(this=exp.Star() if m.arg is None else self.expression(m.arg))
         if m.kind == "count_distinct":
@@ -470,66 +480,120 @@ class Compiler:
         assert m.bounds is not None and m.arg is not None
         low, high = m.bounds
         clipped = self.bounded_arg(m.arg, low, high)
+        if m.kind == "sum":
+            return self._sum(m, clipped)
+        return self._sum_of_squares(m, clipped)
+
+    def _sum(self, m: Measurement, clipped: exp.Expr) -> exp.Expr:
+        assert m.bounds is not None
         scale = 1 / m.granularity
         offset = m.center / m.granularity
-        exact_ints = m.arg_type == "int" and all(b.denominator == 1 for b in m.bounds)
-        if m.kind == "sum":
-            if exact_ints and scale.denominator == 1 and offset.denominator == 1:
-                # Σ (x·scale − offset) = scale·Σx − offset·n, exactly, in integers: the engine
-                # then does no arithmetic per row (DuckDB sums a column twice as fast as an
-                # expression). With no rows, SUM is NULL, read as 0.
-                units: exp.Expr = exact_sum(
-                    exp.cast(clipped, exp.DataType.Type.BIGINT), self.dialect
+        if _bigint_bounds(m) and scale.denominator == 1 and offset.denominator == 1:
+            # Σ (x·scale − offset) = scale·Σx − offset·n, exactly, in integers: the engine
+            # then does no arithmetic per row (DuckDB sums a column twice as fast as an
+            # expression). With no rows, SUM is NULL, read as 0. The count is widened before
+            # the product, which can pass 2^63 (a centre near 2^62 times a few rows).
+            units: exp.Expr = exact_sum(exp.cast(clipped, exp.DataType.Type.BIGINT), self.dialect)
+            if scale != 1:
+                units = exp.Mul(this=units, expression=_number(scale))
+            if offset:
+                count = _wide(exp.Count(this=clipped.copy()))
+                units = exp.Sub(
+                    this=units, expression=exp.Mul(this=_number(offset), expression=count)
                 )
-                if scale != 1:
-                    units = exp.Mul(this=units, expression=_number(scale))
-                if offset:
-                    count = exp.Count(this=clipped.copy())
-                    units = exp.Sub(
-                        this=units, expression=exp.Mul(this=_number(offset), expression=count)
-                    )
-                return units
-            shifted = exp.Sub(
-                this=exp.Mul(this=_double(clipped), expression=_number(scale)),
-                expression=_number(offset),
-            )
-            return exact_sum(
-                _clip(_half_up(shifted), Fraction(-m.row_units), Fraction(m.row_units)),
-                self.dialect,
-            )
-        # Sum of squares of the centred value.
-        if exact_ints and (2 * m.center).denominator == 1 and m.granularity in (1, Fraction(1, 4)):
-            doubled = m.granularity == Fraction(1, 4)
-            base: exp.Expr = exp.cast(clipped, exp.DataType.Type.BIGINT)
-            if doubled:
-                base = exp.Mul(this=base, expression=exp.Literal.number(2))
-            centre = 2 * m.center if doubled else m.center
-            diff = exp.Paren(this=exp.Sub(this=base, expression=_number(centre)))
-            return exact_sum(exp.Mul(this=diff, expression=diff.copy()), self.dialect)
-        diff = exp.Paren(this=exp.Sub(this=_double(clipped), expression=_number(m.center)))
-        square = exp.Mul(
-            this=exp.Mul(this=diff, expression=diff.copy()), expression=_number(1 / m.granularity)
+            return units
+        # x·2^-k − offset: the value times a power of two is exact and, from the bounds, below
+        # 2^1000 (the plan refuses bounds where it would not be), so it is finite.
+        shifted = exp.Sub(
+            this=_scaled(_double(clipped), -_log2(m.granularity), self.dialect),
+            expression=_double_literal(offset),
         )
-        return exact_sum(_clip(_half_up(square), Fraction(0), Fraction(m.row_units)), self.dialect)
+        units_bound = Fraction(m.row_units)
+        return exact_sum(_half_up(_clip(shifted, -units_bound, units_bound)), self.dialect)
+
+    def _sum_of_squares(self, m: Measurement, clipped: exp.Expr) -> exp.Expr:
+        """Σ round((clip(x) − centre)² / granularity), never overflowing or underflowing."""
+        assert m.bounds is not None
+        if (
+            _bigint_bounds(m)
+            and (2 * m.center).denominator == 1
+            and m.granularity in (1, Fraction(1, 4))
+        ):
+            # (x − c)², or (2x − 2c)² in quarters for a half-integer centre, in BIGINT: the
+            # integer part of the centre is subtracted first, so nothing passes 2^63.
+            whole = Fraction(math.floor(m.center))
+            diff: exp.Expr = exp.Paren(
+                this=exp.Sub(
+                    this=exp.cast(clipped, exp.DataType.Type.BIGINT), expression=_number(whole)
+                )
+            )
+            if m.granularity == Fraction(1, 4):
+                diff = exp.Paren(
+                    this=exp.Sub(
+                        this=exp.Mul(this=diff, expression=exp.Literal.number(2)),
+                        expression=_number(2 * (m.center - whole)),
+                    )
+                )
+            return exact_sum(exp.Mul(this=diff, expression=diff.copy()), self.dialect)
+        # (x − c)² / 2^k = ((x − c)·2^a)² · 2^b with −k = 2a + b: the scaled difference is at
+        # most about 2^16, so its square cannot overflow.
+        wide = max(abs(m.bounds[0]), abs(m.bounds[1])) > SCALED_LIMIT
+        centred = (
+            double_arithmetic("-", _double(clipped), _double_literal(m.center), self.dialect)
+            if wide
+            else exp.Sub(this=_double(clipped), expression=_double_literal(m.center))
+        )
+        a, b = divmod(-_log2(m.granularity), 2)
+        scaled = _scaled(exp.Paren(this=centred), a, self.dialect)
+        if self.dialect == "postgres":
+            # PostgreSQL raises when a product underflows to zero; a difference this small
+            # squares to less than 1/16 of a grid step and rounds to 0 either way.
+            scaled = exp.Case(
+                ifs=[
+                    exp.If(
+                        this=exp.LT(
+                            this=exp.Abs(this=scaled.copy()), expression=exp.Literal.number("0.25")
+                        ),
+                        true=_double(exp.Literal.number(0)),
+                    )
+                ],
+                default=scaled.copy(),
+            )
+        square: exp.Expr = exp.Mul(
+            this=exp.Paren(this=scaled), expression=exp.Paren(this=scaled.copy())
+        )
+        if b:
+            square = exp.Mul(this=square, expression=exp.Literal.number(2))
+        units_bound = Fraction(m.row_units)
+        return exact_sum(_half_up(_clip(square, Fraction(0), units_bound)), self.dialect)
 
     def bin_index(self, m: Measurement) -> exp.Expr:
-        """The bin of a histogram measurement each row falls in (0 … bins − 1)."""
+        """The bin of a histogram measurement each row falls in (0 … bins − 1).
+
+        In doubles, the index is clipped to the bins before it is cast to BIGINT; bounds wider
+        than 2^1020 are scaled by 1/4 first so that ``x − low`` cannot overflow.
+        """
         assert m.bounds is not None and m.arg is not None
         low, high = m.bounds
         clipped = self.bounded_arg(m.arg, low, high)
         bins = len(m.edges) - 1
         width = m.edges[1] - m.edges[0]
-        if width == 1 and m.arg_type == "int":
+        if width == 1 and m.arg_type == "int" and _bigint_bounds(m):
             index: exp.Expr = exp.Sub(
                 this=exp.cast(clipped, exp.DataType.Type.BIGINT), expression=_number(low)
             )
-        else:
-            scaled = exp.Div(
-                this=exp.Paren(this=exp.Sub(this=_double(clipped), expression=_number(low))),
-                expression=_number(width),
-            )
-            index = exp.cast(exp.Floor(this=scaled), exp.DataType.Type.BIGINT)
-        return _clip(index, Fraction(0), Fraction(bins - 1))
+            return _clip(index, Fraction(0), Fraction(bins - 1))
+        value = _double(clipped)
+        if high - low > Fraction(2**1020):
+            value, low, width = _scaled(value, -2, self.dialect), low / 4, width / 4
+        scaled = double_arithmetic(
+            "/",
+            double_arithmetic("-", value, _double_literal(low), self.dialect),
+            _double_literal(width),
+            self.dialect,
+        )
+        floor = _clip(exp.Floor(this=scaled), Fraction(0), Fraction(bins - 1))
+        return exp.cast(floor, exp.DataType.Type.BIGINT)
 
     # -- expressions ------------------------------------------------------------------------------
 
@@ -622,6 +686,14 @@ class Compiler:
                 return _negated(like) if neg else exp.Paren(this=like)
             case Func(name="ABS", args=args):
                 return exp.Abs(this=_double(sub(args[0])))
+            case Func(name="ROUND", args=(Col() | Lit() as whole, Lit(value=int(digits)))) if (
+                digits < 0 and self._is_int(whole)
+            ):
+                # ROUND(INT64_MAX, -1) is 2^63 + 2: BIGINT would overflow, so an integer is
+                # rounded in DECIMAL(38, 0), where every rounded BIGINT fits.
+                return round_half(
+                    _wide(sub(whole)), exp.Literal.number(digits), self.dialect, floats=False
+                )
             case Func(name="ROUND", args=args):
                 return round_half(
                     sub(args[0]),
@@ -669,6 +741,68 @@ def _clip(value: exp.Expr, low: Fraction, high: Fraction) -> exp.Expr:
         ],
         default=value.copy(),
     )
+
+
+_BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
+_MAX_FACTOR = 1000
+"""Powers of two up to 2^±1000 are normal doubles: a scaling by any of them is exact."""
+
+
+def _bigint_bounds(m: Measurement) -> bool:
+    """Whether ``m`` reads integers whose bounds fit BIGINT (so a clipped value casts safely)."""
+    assert m.bounds is not None
+    return m.arg_type == "int" and all(
+        b.denominator == 1 and _BIGINT_MIN <= b <= _BIGINT_MAX for b in m.bounds
+    )
+
+
+def _log2(power: Fraction) -> int:
+    """The exponent of a power of two given as a Fraction.
+
+    Example:
+        >>> _log2(Fraction(1, 8)), _log2(Fraction(4))
+        (-3, 2)
+    """
+    if power >= 1:
+        return power.numerator.bit_length() - 1
+    return -(power.denominator.bit_length() - 1)
+
+
+def _scaled(value: exp.Expr, exponent: int, dialect: str) -> exp.Expr:
+    """``value`` (a DOUBLE) times ``2**exponent``, as factors that are each a normal double.
+
+    Scaling by a power of two is exact unless it overflows or underflows. The grid of very fine
+    bounds (``[0, 1e-300]``) needs a scale beyond the largest double, so it is split. PostgreSQL
+    raises when a product underflows to zero, so there a factor below 1 goes through its
+    IEEE-safe multiplication.
+
+    Example:
+        >>> _scaled(exp.column("x"), 3, "duckdb").sql("duckdb")
+        '(x * CAST(8 AS DOUBLE))'
+    """
+    out = value
+    while exponent:
+        step = max(-_MAX_FACTOR, min(_MAX_FACTOR, exponent))
+        exponent -= step
+        factor = _double(exp.Literal.number(2**step if step >= 0 else repr(2.0**step)))
+        if step < 0 and dialect == "postgres":
+            out = double_arithmetic("*", out, factor, dialect)
+        else:
+            out = exp.Paren(this=exp.Mul(this=out, expression=factor))
+    return out
+
+
+def _double_literal(x: Fraction) -> exp.Expr:
+    """``x`` rounded to the nearest double, as a DOUBLE literal (any magnitude up to 2^1024)."""
+    if x.denominator == 1 and abs(x) < 2**53:
+        return _number(x)
+    node = _double(exp.Literal.number(repr(float(abs(x)))))
+    return exp.Neg(this=node) if x < 0 else node
+
+
+def _wide(value: exp.Expr) -> exp.Expr:
+    """An integer widened to DECIMAL(38, 0) before a product that may pass 2^63."""
+    return exp.cast(value, exp.DataType.build("DECIMAL(38, 0)"))
 
 
 def _half_up(value: exp.Expr) -> exp.Expr:
