@@ -57,7 +57,7 @@ from dalenius.plan.nodes import (
     all_fields,
     output_fields,
 )
-from dalenius.plan.sensitivity import SCALED_LIMIT
+from dalenius.plan.sensitivity import DOUBLE_MAX, SCALED_LIMIT
 from dalenius.sql.dialects import (
     double_arithmetic,
     exact_sum,
@@ -784,7 +784,9 @@ def _scaled(value: exp.Expr, exponent: int, dialect: str) -> exp.Expr:
     while exponent:
         step = max(-_MAX_FACTOR, min(_MAX_FACTOR, exponent))
         exponent -= step
-        factor = _double(exp.Literal.number(2**step if step >= 0 else repr(2.0**step)))
+        factor = (
+            _double(exp.Literal.number(2**step)) if step >= 0 else _double_text(repr(2.0**step))
+        )
         if step < 0 and dialect == "postgres":
             out = double_arithmetic("*", out, factor, dialect)
         else:
@@ -796,7 +798,7 @@ def _double_literal(x: Fraction) -> exp.Expr:
     """``x`` rounded to the nearest double, as a DOUBLE literal (any magnitude up to 2^1024)."""
     if x.denominator == 1 and abs(x) < 2**53:
         return _number(x)
-    node = _double(exp.Literal.number(repr(float(abs(x)))))
+    node = _double_text(repr(float(abs(x))))
     return exp.Neg(this=node) if x < 0 else node
 
 
@@ -834,11 +836,26 @@ def _double(node: exp.Expr) -> exp.Expr:
 
 
 def _number(x: Fraction) -> exp.Expr:
-    if x.denominator == 1:
+    """``x`` as a SQL literal: an integer within BIGINT exactly, anything else as a double.
+
+    A longer integer literal is a DECIMAL in Spark, which refuses more than 38 digits (the
+    largest double has 309), so it is written as the nearest double instead.
+    """
+    if x.denominator == 1 and abs(x) <= _BIGINT_MAX:
         node: exp.Expr = exp.Literal.number(abs(x.numerator))
     else:
-        node = exp.Literal.number(repr(float(abs(x))))
+        text = repr(float(min(abs(x), DOUBLE_MAX)))
+        node = _double_text(text) if "e" in text or x.denominator == 1 else exp.Literal.number(text)
     return exp.Neg(this=node) if x < 0 else node
+
+
+def _double_text(text: str) -> exp.Expr:
+    """A double written in exponent form, cast from a string.
+
+    Spark reads a numeric literal such as ``1e-300`` as a DECIMAL of 300 digits and refuses it
+    (at most 38); ``CAST('1e-300' AS DOUBLE)`` means the same double on every engine.
+    """
+    return _double(exp.Literal.string(text))
 
 
 def _key_literal(value: Key) -> exp.Expr:
