@@ -19,6 +19,7 @@ costs nothing; each names the clause, says why, and proposes a rewrite. What is 
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -983,8 +984,13 @@ class _Planner:
         # Products are where magnitudes explode (a chain of 60 incomes); sums grow only linearly
         # in the (bounded) query size. Checking only them keeps this linear in the query.
         products = (s for s in _walk(arg) if isinstance(s, BinOp) and s.op in ("*", "/"))
-        parts = [bounds, *(bounds_of(sub, infos) for sub in products)]
-        widest = max(max(abs(lo), abs(hi)) for lo, hi in (p for p in parts if p is not None))
+        parts = itertools.chain([bounds], (bounds_of(sub, infos) for sub in products))
+        for part in parts:  # the whole expression first: most refusals stop there
+            widest = max(abs(part[0]), abs(part[1])) if part is not None else Fraction(0)
+            if widest > validate.MAX_MAGNITUDE:
+                break
+        else:
+            return
         if widest > validate.MAX_MAGNITUDE:
             raise self.error(
                 f"the values aggregated may reach {_magnitude(widest)}, beyond the largest "

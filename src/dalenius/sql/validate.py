@@ -458,11 +458,12 @@ def check_tree(tree: exp.Expr, sql: str, locate: Locate | None = None) -> None:
     for node in tree.walk(bfs=True):
         depth = depth_of.get(id(node), 1)
         if depth > MAX_TREE_DEPTH:
+            clause = clause_of(node)
             raise QueryError(
                 f"the expression is nested more than {MAX_TREE_DEPTH} levels deep.",
-                clause=clause_of(node),
+                clause=clause,
                 sql=sql,
-                span=_where(node, sql, locate),
+                span=clause_span(sql, clause),  # locating the deep node itself is costly
                 why="deeper expressions cannot be planned in bounded time and memory.",
                 fix="shorten it: write x IN (1, 2, 3) instead of many ORs, and split long conditions.",
             )
