@@ -307,8 +307,7 @@ class Session:
                     f"query {i + 1} of the batch has no target.",
                     fix="give each query target_error (or target_relative with expected).",
                 )
-            prepared = self._prepare(sql, None, delta, targets=targets, confidence=conf)
-            plans.append((sql, prepared.plan, targets))
+            plans.append((sql, self._reference(sql, delta), targets))
         return allocate_batch(plans, conf, budget)
 
     def query_batch(
@@ -539,6 +538,36 @@ class Session:
         # to read them, then again with the chosen split.
         reference = to_dp(query, Fraction(1), dlt)
         allocation = allocate(reference, targets, confidence)
+        return self._with_split(sql, resolved, query, measured, dlt, allocation)
+
+    def _reference(self, sql: str, delta: Any) -> DPQuery:
+        """``sql`` compiled at ε = 1: its measurements, sensitivities and grids (none depends
+        on ε), to choose a split from; no mechanism is built for the final shares.
+        """
+        resolved = PLANS.get(self.catalog, ("query", sql), lambda: to_query(sql, self.catalog))
+        if resolved.options.epsilon is not None:
+            raise ConfigurationError(
+                "both epsilon (in the SQL) and an error target are given.",
+                fix="drop epsilon from the SQL's OPTIONS, or give no target.",
+            )
+        dlt = _merge("delta", delta, resolved.options.delta, allow_zero=True)
+        if dlt is not None and not dlt < 1:
+            raise InvalidLossError(
+                f"delta must be below 1, got {float(dlt):g}.", fix="use a small delta such as 1e-6."
+            )
+        query, _ = self._measure_joins(resolved)
+        return to_dp(query, Fraction(1), dlt)
+
+    def _with_split(
+        self,
+        sql: str,
+        resolved: Resolved,
+        query: Query,
+        measured: bool,
+        dlt: Fraction | None,
+        allocation: Allocation,
+    ) -> _Prepared:
+        """The plan and exact SQL of ``query`` with the ε split of ``allocation``."""
         eps, shares = allocation.epsilon, allocation.shares
         key = ("plan", sql, eps, dlt, tuple(sorted(shares.items())))
         plan = (

@@ -24,6 +24,7 @@ total ε, minimises the worst error relative to each target (see ``docs/accuracy
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -169,25 +170,38 @@ def min_share(m: Measurement, target: Fraction, confidence: float, label: str = 
     if s == 0:
         return Fraction(0)  # data-independent: no noise, no cost
     units_exact = target / m.granularity
+    units = _HUGE_UNITS if units_exact >= _HUGE_UNITS else math.floor(units_exact)
+    share = _search(s, units, confidence)
+    if share is None:
+        raise _too_tight(m, target, label)
+    return share
+
+
+@functools.lru_cache(maxsize=4096)
+def _search(s: int, units: int, confidence: float) -> Fraction | None:
+    """The smallest grid share whose error bar is at most ``units`` grid steps; ``None`` if none.
+
+    It depends only on the sensitivity, the allowed whole units and the confidence, so targets
+    that round to the same units (as a batch's search meets again and again) share one answer.
+    """
     floor_share = Fraction(s) / MAX_SCALE  # below it the noise scale is refused anyway
     step = _grid_step(float(floor_share))
     lowest = math.ceil(floor_share / step) * step
-    if units_exact >= _HUGE_UNITS:
+    if units >= _HUGE_UNITS:
         return lowest
-    units = math.floor(units_exact)
     check = _meets(s, units, confidence)
     if check(lowest):
         return lowest
     guess = max(_guess(s, units, 1 - confidence), float(lowest))
     if guess > MAX_TARGET_EPSILON * 2:
-        raise _too_tight(m, target, label)
+        return None
     step = _grid_step(guess)
     hi = math.ceil(Fraction(guess * 1.01) / step)
     lo = max(1, math.floor(Fraction(guess * 0.99) / step))
     while not check(hi * step):
         hi *= 2
         if hi * step > MAX_TARGET_EPSILON:
-            raise _too_tight(m, target, label)
+            return None
     while lo > 1 and check(lo * step):
         lo //= 2
     if check(lo * step):
@@ -196,7 +210,7 @@ def min_share(m: Measurement, target: Fraction, confidence: float, label: str = 
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if check(mid * step) else (mid, hi)
     if hi * step > MAX_TARGET_EPSILON:
-        raise _too_tight(m, target, label)
+        return None
     return max(hi * step, lowest)
 
 
