@@ -336,3 +336,31 @@ def test_hostile_queries_never_get_a_500(site: Site, case: tuple[str, object]) -
     status, body = _post(site, QUERY, {"sql": sql, "epsilon": epsilon})
     assert status != 500, (sql, epsilon, body)
     assert site.gateway.ledger.verify() == []
+
+
+def test_a_curator_sets_a_dataset_floor_on_epsilon(site: Site) -> None:
+    curator = site.as_(site.curator)
+    answer = site.client.put(
+        "/v1/datasets/census/min-epsilon", headers=curator, json={"epsilon": "0.05"}
+    )
+    assert answer.status_code == 200 and answer.json()["min_epsilon"] == 0.05
+    status, body = _post(site, QUERY, {"sql": COUNT, "epsilon": "0.04"})
+    assert status == 400 and "0.05" in body["error"]["message"]
+    assert site.gateway.ledger.spent("alice", "census") == PureDP(0)
+    assert _post(site, QUERY, {"sql": COUNT, "epsilon": "0.05"})[0] == 200
+    # A floor below the gateway's own does not lower it; lifting restores the gateway's.
+    lifted = site.client.delete("/v1/datasets/census/min-epsilon", headers=curator).json()
+    assert lifted["min_epsilon"] == site.gateway.config.limits.min_epsilon
+    low = site.client.put(
+        "/v1/datasets/census/min-epsilon", headers=curator, json={"epsilon": "1e-6"}
+    ).json()
+    assert low["min_epsilon"] == site.gateway.config.limits.min_epsilon
+    for bad in ("1_0", "1e400", -1, 0):
+        refused = site.client.put(
+            "/v1/datasets/census/min-epsilon", headers=curator, json={"epsilon": bad}
+        )
+        assert refused.status_code == 400, bad
+    forbidden = site.client.put(
+        "/v1/datasets/census/min-epsilon", headers=site.as_(site.analyst), json={"epsilon": 1}
+    )
+    assert forbidden.status_code == 403

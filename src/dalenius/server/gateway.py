@@ -325,7 +325,7 @@ class Gateway:
             explanation = self._session(caller, opened).explain(
                 sql, epsilon, delta=delta, confidence=confidence, **targets
             )
-        self._check_loss(explanation.loss)
+        self._check_loss(explanation.loss, opened.catalog.name)
         return {"dataset": name, **explanation.to_dict()}
 
     def query(
@@ -358,7 +358,7 @@ class Gateway:
                 explanation = session.explain(
                     sql, epsilon, delta=delta, confidence=confidence, **targets
                 )
-            self._check_loss(explanation.loss)
+            self._check_loss(explanation.loss, opened.catalog.name)
         except UserError as refusal:
             if not _session_refuses(refusal):
                 self._audit_refusal(caller, opened, sql, refusal)
@@ -449,7 +449,7 @@ class Gateway:
         with _planning(str(queries[0].get("sql", "")) if queries else ""):
             plan = session.plan_batch(queries, epsilon, delta=delta, confidence=confidence)
         for item in plan.items:
-            self._check_loss(PureDP(item.allocation.epsilon))
+            self._check_loss(PureDP(item.allocation.epsilon), opened.catalog.name)
         results = [
             self.query(
                 caller,
@@ -465,9 +465,24 @@ class Gateway:
         ]
         return {"dataset": name, **plan.to_dict(), "results": results}
 
-    def _check_loss(self, loss: Loss) -> None:
-        """Refuse a query loss outside the accepted range or below the configured ε floor."""
+    def min_epsilon(self, dataset: str) -> Fraction:
+        """The ε floor of one query on ``dataset``: the gateway's, or the curator's if higher."""
         floor = Fraction(repr(self.config.limits.min_epsilon))
+        own = self.store.floor(dataset)
+        return max(floor, own) if own is not None else floor
+
+    def set_min_epsilon(self, caller: Caller, name: str, epsilon: Any) -> dict[str, Any]:
+        """Set (``None``: lift) a dataset's own ε floor per query; the gateway's still applies."""
+        value = None
+        if epsilon is not None:
+            checked_number("epsilon", epsilon)
+            value = as_fraction(epsilon, "epsilon")
+        self.store.set_floor(name, value, by=caller.name)
+        return self.dataset_accounting(name)
+
+    def _check_loss(self, loss: Loss, dataset: str) -> None:
+        """Refuse a query loss outside the accepted range or below the dataset's ε floor."""
+        floor = self.min_epsilon(dataset)
         epsilon = getattr(loss, "epsilon", None)
         if isinstance(epsilon, Fraction) and epsilon < floor:
             raise _LossRefusal(
@@ -475,7 +490,7 @@ class Gateway:
                 "per query.",
                 why="the noise at a smaller epsilon swamps any answer, and some mechanisms' "
                 "work grows with 1/epsilon.",
-                fix=f"spend at least epsilon = {float(floor):g} (the curator sets min_epsilon).",
+                fix=f"spend at least epsilon = {float(floor):g} (a curator sets the floor).",
             )
         for part in ("epsilon", "delta", "rho"):
             value = getattr(loss, part, None)
@@ -643,6 +658,7 @@ class Gateway:
                     "total_spent": describe.loss_json(self.ledger.total_spent(name)),
                     "fail_closed": info.fail_closed,
                     "failures": failures,
+                    "min_epsilon": float(self.min_epsilon(name)),
                 }
         return {
             "dataset": name,
@@ -651,6 +667,7 @@ class Gateway:
             "total_spent": describe.loss_json(zero_loss("pure")),
             "fail_closed": False,
             "failures": failures,
+            "min_epsilon": float(self.min_epsilon(name)),
         }
 
     def principal(self, name: str) -> dict[str, Any]:

@@ -143,6 +143,12 @@ class QueryRequest(ExplainRequest):
     )
 
 
+class FloorRequest(_Request):
+    """A dataset's own floor on the ε of one query."""
+
+    epsilon: Number = Field(description="the smallest epsilon one query may spend")
+
+
 class LossRequest(_Request):
     """A loss: ``epsilon`` (pure DP), ``epsilon`` and ``delta`` ((ε, δ)-DP), or ``rho`` (zCDP)."""
 
@@ -380,6 +386,11 @@ class Accounting(_Response):
     definition: str
     total_cap: Loss | None
     total_spent: Loss
+    min_epsilon: float | None = Field(
+        default=None,
+        description="the smallest epsilon one query may spend on this dataset (the gateway's "
+        "min_epsilon, or the dataset's own floor if higher)",
+    )
     fail_closed: bool = Field(
         description="whether a failure after the data gate also exhausts that analyst's budget"
     )

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from fractions import Fraction
 from typing import Final
 
 from dalenius.core.errors import ConfigurationError, UserError
@@ -211,6 +212,12 @@ class StateStore:
                 status INTEGER NOT NULL,
                 code TEXT NOT NULL,
                 millis DOUBLE PRECISION NOT NULL
+            )""",
+            f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_floors (
+                dataset TEXT PRIMARY KEY,
+                min_epsilon TEXT NOT NULL,
+                set_at {time} NOT NULL,
+                set_by TEXT NOT NULL
             )""",
             """CREATE TABLE IF NOT EXISTS dalenius_gateway_buckets (
                 client TEXT PRIMARY KEY,
@@ -440,6 +447,7 @@ class StateStore:
                 raise NotFoundError(f"No dataset named {name!r} is registered.")
             tx.run("DELETE FROM dalenius_gateway_grants WHERE dataset = ?", (name,))
             tx.run("DELETE FROM dalenius_gateway_datasets WHERE name = ?", (name,))
+            tx.run("DELETE FROM dalenius_gateway_floors WHERE dataset = ?", (name,))
 
     def registration(self, name: str) -> Registration | None:
         """The registered dataset called ``name``, or ``None``."""
@@ -511,6 +519,33 @@ class StateStore:
                 (name, dataset),
             )
         return bool(rows)
+
+    # -- epsilon floors ----------------------------------------------------------------------
+
+    def set_floor(self, dataset: str, min_epsilon: Fraction | None, *, by: str) -> None:
+        """Set (or with ``None`` lift) the smallest ε one query on ``dataset`` may spend.
+
+        Raises:
+            NotFoundError: if no such dataset is registered.
+        """
+        with self._db.transaction(write=True) as tx:
+            if not tx.run("SELECT 1 FROM dalenius_gateway_datasets WHERE name = ?", (dataset,)):
+                raise NotFoundError(f"No dataset named {dataset!r} is registered.")
+            tx.run("DELETE FROM dalenius_gateway_floors WHERE dataset = ?", (dataset,))
+            if min_epsilon is not None:
+                tx.run(
+                    "INSERT INTO dalenius_gateway_floors (dataset, min_epsilon, set_at, set_by) "
+                    "VALUES (?, ?, ?, ?)",
+                    (dataset, f"{min_epsilon.numerator}/{min_epsilon.denominator}", _now(), by),
+                )
+
+    def floor(self, dataset: str) -> Fraction | None:
+        """The ε floor a curator set on ``dataset``, or ``None``."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT min_epsilon FROM dalenius_gateway_floors WHERE dataset = ?", (dataset,)
+            )
+        return Fraction(rows[0][0]) if rows else None
 
     # -- rate limits -----------------------------------------------------------------------
 

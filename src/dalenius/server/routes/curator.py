@@ -113,6 +113,32 @@ def remove_total_cap(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dic
     return gateway.set_total_cap(name, None)
 
 
+@router.put(
+    "/datasets/{name}/min-epsilon",
+    response_model_exclude_unset=True,
+    response_model=models.Accounting,
+    responses=errors(403, 404),
+    operation_id="set_min_epsilon",
+)
+def set_min_epsilon(
+    name: Name, body: models.FloorRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Set the smallest ε one query on this dataset may spend (above the gateway's own floor)."""
+    return gateway.set_min_epsilon(caller, name, body.epsilon)
+
+
+@router.delete(
+    "/datasets/{name}/min-epsilon",
+    response_model_exclude_unset=True,
+    response_model=models.Accounting,
+    responses=errors(403, 404),
+    operation_id="remove_min_epsilon",
+)
+def remove_min_epsilon(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
+    """Lift a dataset's own ε floor (the gateway's min_epsilon still applies)."""
+    return gateway.set_min_epsilon(caller, name, None)
+
+
 @router.get(
     "/principals",
     response_model_exclude_unset=True,

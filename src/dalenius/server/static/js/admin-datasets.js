@@ -92,6 +92,28 @@ function failureControls(name, accounting, fail, done) {
   return h("div", { class: "cap-controls" }, badge, toggle);
 }
 
+// The smallest ε one query may spend on the dataset: the gateway's floor, or the curator's own.
+function floorControls(name, accounting, fail, done) {
+  const value = h("input", { type: "text", inputmode: "decimal", placeholder: "ε", "aria-label": `Smallest ε per query on ${name}` });
+  const set = h("button", {
+    type: "button",
+    class: "button small secondary",
+    text: "Set",
+    onclick: async () => {
+      try {
+        if (value.value.trim()) await put(`/datasets/${enc(name)}/min-epsilon`, { epsilon: value.value.trim() });
+        else await del(`/datasets/${enc(name)}/min-epsilon`);
+        toast(`Floor on ${name} updated`);
+        done();
+      } catch (failure) {
+        fail(failure);
+      }
+    },
+  });
+  const shown = accounting.min_epsilon === undefined || accounting.min_epsilon === null ? "—" : `ε ≥ ${accounting.min_epsilon}`;
+  return h("div", { class: "cap-controls" }, h("span", { class: "nowrap", text: shown }), value, set);
+}
+
 export async function adminDatasetsPage(root) {
   const { datasets } = await get("/datasets");
   const accounting = await Promise.all(datasets.map((d) => get(`/datasets/${enc(d.name)}/accounting`)));
@@ -107,6 +129,7 @@ export async function adminDatasetsPage(root) {
     td(d.catalog || "", "sql"),
     td(`${fmtTime(d.registered_at)} by ${d.registered_by || "?"}`, "small"),
     td(capControls(d.name, accounting[i], fail, again)),
+    td(floorControls(d.name, accounting[i], fail, again)),
     td(fmtLoss(accounting[i].total_spent), "nowrap"),
     td(failureControls(d.name, accounting[i], fail, again)),
     h("button", {
@@ -125,6 +148,6 @@ export async function adminDatasetsPage(root) {
       },
     }),
   ]);
-  root.append(feedback, h("section", { class: "card" }, h("h2", { text: "Registered datasets" }), table(["Name", "Tables", "Catalog", "Registered", "Total cap", "Spent by all", "Failures after the gate", ""], rows, { label: "Registered datasets", empty: "No dataset is registered yet." })));
+  root.append(feedback, h("section", { class: "card" }, h("h2", { text: "Registered datasets" }), table(["Name", "Tables", "Catalog", "Registered", "Total cap", "Smallest ε per query", "Spent by all", "Failures after the gate", ""], rows, { label: "Registered datasets", empty: "No dataset is registered yet." })));
   for (const d of datasets.filter((x) => x.problem)) root.append(errorAlert({ error: { code: "dataset_unavailable", message: `${d.name}: ${d.problem}` } }));
 }
