@@ -7,12 +7,18 @@ every charge, budget and audit line, and the upgraded store runs the whole proto
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
+import psycopg
+import pytest
+from psycopg import sql
+
 from dalenius.core.loss import PureDP
-from dalenius.ledger import ChargeRequest, Reservation
+from dalenius.ledger import ChargeRequest, Ledger, Reservation
 from dalenius.ledger.codec import encode_loss
+from dalenius.ledger.postgres import PostgresLedger
 from dalenius.ledger.sqlite import SqliteLedger
 
 V1_DDL = [
@@ -77,34 +83,37 @@ V1_DDL = [
 ]
 
 
-def test_a_version_1_store_is_upgraded_and_keeps_its_record(tmp_path: Path) -> None:
-    path = str(tmp_path / "v1.sqlite")
-    con = sqlite3.connect(path)
+def write_v1(run: Callable[..., object], *, postgres: bool = False) -> None:
+    """A version-1 store holding a dataset, a budget, a committed and a lost entry."""
+    identity = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
     for statement in V1_DDL:
-        con.execute(statement)
+        run(
+            statement.replace("INTEGER PRIMARY KEY AUTOINCREMENT", identity)
+            if postgres
+            else statement
+        )
     now = "2026-01-01T00:00:00.000000+00:00"
     tenth = encode_loss(PureDP(Fraction(1, 10)))
-    con.execute("INSERT INTO dalenius_meta VALUES ('schema_version', '1')")
-    con.execute("INSERT INTO dalenius_datasets VALUES ('adult', 'pure', NULL, ?)", (now,))
-    con.execute(
+    run("INSERT INTO dalenius_meta VALUES ('schema_version', '1')")
+    run("INSERT INTO dalenius_datasets VALUES ('adult', 'pure', NULL, ?)", (now,))
+    run(
         "INSERT INTO dalenius_budgets VALUES ('alice', 'adult', ?, NULL, ?)",
         (encode_loss(PureDP(Fraction(1))), now),
     )
     for ident, status, answer in [("a1", "committed", '{"x": 1}'), ("a2", "lost", None)]:
-        con.execute(
+        run(
             "INSERT INTO dalenius_charges VALUES (?, 'alice', 'adult', 'SELECT 1', 'h', ?, NULL, "
             "?, ?, ?, ?, ?, ?, '')",
             (ident, ident, tenth, tenth, status, answer, now, now),
         )
-    con.execute(
+    run(
         "INSERT INTO dalenius_audit (at, principal, dataset, sql_text, outcome, detail, entry_id) "
         "VALUES (?, 'alice', 'adult', 'SELECT 1', 'answered', 'released', 'a1')",
         (now,),
     )
-    con.commit()
-    con.close()
 
-    ledger = SqliteLedger(path)
+
+def check_upgraded(ledger: Ledger) -> None:
     assert [(e.id, e.status) for e in ledger.entries()] == [("a1", "committed"), ("a2", "lost")]
     assert ledger.spent("alice", "adult") == PureDP(Fraction(1, 5))
     assert not ledger.datasets()[0].fail_closed
@@ -116,9 +125,39 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_record(tmp_path: Path) -> N
     ledger.charge(outcome)
     ledger.fail(outcome, "engine text")
     ledger.set_dataset("adult", fail_closed=True)
+    assert ledger.datasets()[0].fail_closed
     assert ledger.failure_counts() == {"adult": 2}  # the lost entry passed its (unrecorded) gate
     assert ledger.spent("alice", "adult") == PureDP(Fraction(3, 10))
+    assert ledger.verify() == []
+
+
+def test_a_version_1_sqlite_store_is_upgraded_and_keeps_its_record(tmp_path: Path) -> None:
+    path = str(tmp_path / "v1.sqlite")
+    con = sqlite3.connect(path)
+    write_v1(con.execute)
+    con.commit()
+    con.close()
+    ledger = SqliteLedger(path)
+    check_upgraded(ledger)
     ledger.close()
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT value FROM dalenius_meta").fetchall() == [("2",)]
     SqliteLedger(path).close()  # opening an upgraded store again changes nothing
+
+
+@pytest.mark.postgres
+def test_a_version_1_postgres_store_is_upgraded_and_keeps_its_record(
+    pg_url: str, pg_schema: str
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as con:
+        con.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(pg_schema)))
+        con.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
+
+        def run(statement: str, params: tuple[object, ...] = ()) -> object:
+            return con.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
+
+        write_v1(run, postgres=True)
+    ledger = PostgresLedger(pg_url, schema=pg_schema)
+    check_upgraded(ledger)
+    ledger.close()
+    PostgresLedger(pg_url, schema=pg_schema).close()

@@ -10,19 +10,24 @@ trail, the failure is counted per dataset, and fail-closed exhausts the analyst'
 from __future__ import annotations
 
 import json
+import socket
+import time
 from fractions import Fraction
 from pathlib import Path
 
 import duckdb
 import pytest
 from fastapi.testclient import TestClient
+from tests.server.live import LiveGateway, write_config
 
 import dalenius
 from dalenius.cli.common import EXIT_FAILED
 from dalenius.cli.main import main
 from dalenius.core.errors import EvaluationFailed, ExecutionError, PostGateOutcome
 from dalenius.core.loss import PureDP
+from dalenius.engine.result import Result
 from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.ledger import LedgerEntry, open_ledger
 from dalenius.server.app import create_app
 from dalenius.server.config import GatewayConfig
 from dalenius.server.gateway import Gateway
@@ -215,3 +220,62 @@ def _raise(error: BaseException):  # type: ignore[no-untyped-def]
         raise error
 
     return raising
+
+
+def test_a_serialisation_failure_after_the_commit_is_the_same_outcome(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, gateway, _, analyst = gateway_for(pair[:1])
+    monkeypatch.setattr(Result, "to_dict", _raise(OverflowError("value 1e309 in row 12")))
+    failed = client.post(
+        "/v1/datasets/intact/query",
+        headers={"Authorization": f"Bearer {analyst}"},
+        json={"sql": SQL, "epsilon": 0.1},
+    )
+    assert (failed.status_code, failed.content) == (502, CANONICAL)
+    [entry] = gateway.ledger.entries()
+    assert entry.status == "committed"  # charged exactly once, the answer kept on record
+    assert gateway.ledger.spent("alice", "intact") == PureDP(Fraction(1, 10))
+    gateway.close()
+
+
+@pytest.mark.slow
+def test_a_client_that_goes_away_after_sending_is_charged(
+    tmp_path: Path, pair: tuple[Path, Path]
+) -> None:
+    ledger_path = tmp_path / "gateway.sqlite"
+    config = write_config(tmp_path / "gateway.toml", str(ledger_path))
+    live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
+    try:
+        with live.client(live.tokens["root"]) as root:
+            assert root.post("/v1/datasets", json={"catalog": str(pair[0])}).status_code == 201
+            assert root.put("/v1/principals/alice/grants/intact").status_code == 200
+            assert root.put("/v1/budgets/alice/intact", json={"epsilon": 1}).status_code == 200
+        body = json.dumps({"sql": SQL, "epsilon": 0.1}).encode()
+        request = (
+            f"POST /v1/datasets/intact/query HTTP/1.1\r\nHost: 127.0.0.1:{live.port}\r\n"
+            f"Authorization: Bearer {live.tokens['alice']}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        deadline = time.monotonic() + 30
+        entries: list[LedgerEntry] = []
+        with socket.create_connection(("127.0.0.1", live.port)) as connection:
+            connection.sendall(request)
+            # The client goes away as soon as the request holds a reservation, before any
+            # answer was sent.
+            while not entries and time.monotonic() < deadline:
+                with open_ledger(str(ledger_path)) as ledger:
+                    entries = ledger.entries(principal="alice")
+            connection.shutdown(socket.SHUT_RDWR)
+        while time.monotonic() < deadline:
+            with open_ledger(str(ledger_path)) as ledger:
+                entries = ledger.entries(principal="alice")
+                spent = ledger.spent("alice", "intact")
+            if entries and entries[0].status in {"committed", "failed"}:
+                break
+            time.sleep(0.05)
+        # Past the data gate the request finished and was charged, exactly once.
+        assert [e.status for e in entries] in (["committed"], ["failed"])
+        assert spent == PureDP(Fraction(1, 10))
+    finally:
+        live.stop()
