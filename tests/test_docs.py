@@ -61,3 +61,19 @@ def test_readme_starts_with_the_two_commands() -> None:
     block = text.split("```")[1]
     commands = [line.split("#")[0].strip() for line in block.splitlines()[1:] if line.strip()]
     assert commands == ["make demo", "make test"]
+
+
+def test_every_endpoint_is_documented() -> None:
+    from dalenius.server.app import create_app
+    from dalenius.server.config import GatewayConfig
+    from dalenius.server.gateway import Gateway
+
+    gateway = Gateway(GatewayConfig())
+    try:
+        document = create_app(gateway=gateway).openapi()
+    finally:
+        gateway.close()
+    text = "".join(page.read_text() for page in DOCS.rglob("*.md"))
+    for path, methods in document["paths"].items():
+        for method in methods:
+            assert f"{method.upper()} {path}" in text, f"{method.upper()} {path} is not documented"

@@ -298,3 +298,42 @@ def test_estimates_with_no_reports(site: Site) -> None:
     est = site.client.get("/v1/ldp/collections/colours/estimates", headers=site.as_(site.analyst))
     assert est.status_code == 200 and est.json()["reports"] == 0
     assert np.allclose([r["estimate"] for r in est.json()["rows"]], 0)
+
+
+@pytest.mark.slow
+def test_cli_reads_estimates_from_a_running_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tests.server.live import LiveGateway, write_config
+
+    from dalenius.cli.main import main
+
+    config = write_config(tmp_path / "gateway.toml", str(tmp_path / "gateway.sqlite"))
+    live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
+    try:
+        with live.client(live.tokens["root"]) as curator:
+            body = {"name": "colours", "protocol": "grr", "epsilon": 1, "domain": DOMAIN}
+            key = curator.post("/v1/ldp/collections", json=body).json()["submission_key"]
+        with live.client() as device:
+            reports = [{"client": f"d{i}", "report_id": "1", "report": i % 4} for i in range(40)]
+            answer = device.post(
+                "/v1/ldp/collections/colours/reports",
+                json={"reports": reports},
+                headers={"X-Collection-Key": key},
+            )
+            assert answer.status_code == 200
+        argv = ["ldp", "estimates", "colours", "--url", live.url, "--token", live.tokens["alice"]]
+        assert main([*argv, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["reports"] == 40 and [r["value"] for r in out["rows"]] == DOMAIN
+        assert main(argv) == 0
+        assert "colours (grr): 40 reports" in capsys.readouterr().out
+        assert (
+            main(["ldp", "estimates", "nope", "--url", live.url, "--token", live.tokens["alice"]])
+            == 2
+        )
+        assert "No collection named 'nope'" in capsys.readouterr().err
+    finally:
+        live.stop()

@@ -13,6 +13,7 @@ reports are for measuring accuracy; they are never sent anywhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -74,16 +75,23 @@ class SystemDraws:
         byte decides, and only a tie (probability 1/256) needs three more — the same law as a full
         word, for a quarter of the OS generator's output.
         """
-        if threshold >= 1 << 32:
-            return np.ones(size, dtype=bool)
-        top = threshold >> 24
         first = np.frombuffer(self._source.random_bytes(size), dtype=np.uint8)
-        out = first < top
-        tie = np.nonzero(first == top)[0]
-        if tie.size:
-            low = self.words32(tie.size) & np.uint32(0xFFFFFF)
-            out[tie] = low < np.uint32(threshold & 0xFFFFFF)
-        return out
+        return _lexicographic(first, threshold, self.words32)
+
+
+def _lexicographic(
+    first: npt.NDArray[np.uint8], threshold: int, words32: Callable[[int], npt.NDArray[np.uint32]]
+) -> npt.NDArray[np.bool_]:
+    """``U < threshold/2**32`` for uniform ``U`` whose top byte is ``first`` (ties drawn on)."""
+    if threshold >= 1 << 32:
+        return np.ones(first.size, dtype=bool)
+    top = threshold >> 24
+    out = first < top
+    tie = np.nonzero(first == top)[0]
+    if tie.size:
+        low = words32(tie.size) & np.uint32(0xFFFFFF)
+        out[tie] = low < np.uint32(threshold & 0xFFFFFF)
+    return out
 
 
 class SimulationDraws:
@@ -103,12 +111,9 @@ class SimulationDraws:
         return words
 
     def bernoulli32(self, threshold: int, size: int) -> npt.NDArray[np.bool_]:
-        """Trials true with probability ``threshold / 2**32``."""
-        return (
-            self.words32(size) < np.uint32(min(threshold, (1 << 32) - 1))
-            if threshold < 1 << 32
-            else np.ones(size, dtype=bool)
-        )
+        """Trials true with probability ``threshold / 2**32`` (one raw byte each, ties drawn on)."""
+        raw = np.asarray(self.generator.bit_generator.random_raw((size + 7) // 8), dtype=np.uint64)
+        return _lexicographic(raw.view(np.uint8)[:size], threshold, self.words32)
 
     def below(self, n: int, size: int) -> npt.NDArray[np.int64]:
         """Uniform integers in ``[0, n)`` (numpy's unbiased bounded generator)."""
