@@ -15,7 +15,8 @@ Two jobs, both decided from the text alone (never from data):
   Argument *values* the binder restricts (a join's kind, for instance) are checked by the binder.
 
 Example:
-    >>> check_text("SELECT COUNT(*) FROM t; -- done")
+    >>> len(check_text("SELECT COUNT(*) FROM t; -- done"))  # the comment is no statement
+    8
     >>> sorted(HANDLED[exp.Between])
     ['high', 'low', 'symmetric', 'this']
 """
