@@ -785,7 +785,9 @@ def _scaled(value: exp.Expr, exponent: int, dialect: str) -> exp.Expr:
         step = max(-_MAX_FACTOR, min(_MAX_FACTOR, exponent))
         exponent -= step
         factor = (
-            _double(exp.Literal.number(2**step)) if step >= 0 else _double_text(repr(2.0**step))
+            _double(exp.Literal.number(2**step))
+            if 0 <= step <= 62
+            else _double_text(repr(2.0**step))
         )
         if step < 0 and dialect == "postgres":
             out = double_arithmetic("*", out, factor, dialect)
