@@ -293,3 +293,21 @@ def test_calibrate_refuses_a_table_without_a_row_cap(tmp_path: Path) -> None:
     loose = replace(catalog, tables=(replace(catalog.tables[0], max_row_count=None),))
     with pytest.raises(ConfigurationError, match="declares no max_row_count"):
         calibrate(loose, runs=1)
+
+
+def test_class_queries_include_a_join_of_two_private_tables_on_the_unit(tmp_path: Path) -> None:
+    path = write_catalog(tmp_path)
+    text = path.read_text() + "\n[tables.u]\n" + _second_table()
+    catalog = parse_catalog(text, base_dir=tmp_path)
+    queries = {q.plan_class: q for q in class_queries(catalog)}
+    assert set(queries) == {"scan", "group_by", "quantile", "join"}
+    session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    for name, query in queries.items():
+        assert plan_class(session._prepare(query.sql, 1, query.delta).plan) == name
+
+
+def _second_table() -> str:
+    return (
+        'source = { csv = "t.csv" }\nprivacy_unit = { column = "pid", max_rows = 2 }\n'
+        'max_row_count = 100\ncolumns = { pid = "int", x = { type = "int", bounds = [0, 10] } }\n'
+    )
