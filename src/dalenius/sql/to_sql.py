@@ -707,6 +707,17 @@ class Compiler:
                 return exp.Least(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
             case Func(name="GREATEST", args=args):
                 return exp.Greatest(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
+            case Func(name="FLOOR" | "CEIL" as name, args=args) if (
+                self.dialect == "spark" and not self._is_int(args[0])
+            ):
+                # Spark's FLOOR and CEIL of a double return a BIGINT, which overflows (an error)
+                # beyond 2^63; doubles from 2^52 on are whole already, and stay as they are.
+                operand = _double(sub(args[0]))
+                floored = exp.cast(_FUNCS[name](this=operand.copy()), exp.DataType.Type.DOUBLE)
+                small = exp.LT(
+                    this=exp.Abs(this=operand.copy()), expression=_number(Fraction(2**52))
+                )
+                return exp.Case(ifs=[exp.If(this=small, true=floored)], default=operand)
             case Func(name=name, args=args):
                 call: exp.Expr = _FUNCS[name](this=sub(args[0]))
                 return call
