@@ -20,6 +20,7 @@ from dalenius.cli import (
     ledger_cmd,
     query_cmd,
     serve_cmd,
+    synth_cmd,
 )
 from dalenius.cli.common import run_guarded
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     anonymity_cmd.register(sub)
     ldp_cmd.register(sub)
     hierarchy_cmd.register(sub)
+    synth_cmd.register(sub)
     calibrate_cmd.register(sub)
     return parser
 

@@ -21,12 +21,14 @@ from dalenius.core.rng import system_random
 from dalenius.ledger.base import CachedAnswer, ChargeRequest
 from dalenius.releases.density import DensityPlan, DensityRelease
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRelease
+from dalenius.releases.synthetic import Measurements, SyntheticRelease, SynthPlan
 
 if TYPE_CHECKING:
     from dalenius.engine.session import Session
 
 DENSITY_FORMAT = "density-1"
 HIERARCHY_FORMAT = "hierarchy-1"
+SYNTHETIC_FORMAT = "synthetic-1"
 SALT_LIMIT = 2**31
 
 
@@ -121,6 +123,50 @@ def run_hierarchy(
 
     release, entry_id = session.through_gate(reservation, plan.tables, work)
     return release, False, entry_id
+
+
+def run_synthetic(
+    session: Session,
+    plan: SynthPlan,
+    *,
+    idempotency_key: str | None,
+) -> tuple[SyntheticRelease, bool, str]:
+    """Charge, measure and record a synthetic-data release; the rows are drawn afterwards.
+
+    The record holds the noisy measurements and the sampling seed, so the same request gives back
+    the same synthetic rows at no cost.
+    """
+    versions = "|".join(session.executor.data_version(t) for t in plan.tables)
+    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{SYNTHETIC_FORMAT}".encode()).hexdigest()
+    where = f" WHERE {plan.request.where}" if plan.request.where else ""
+    request = ChargeRequest(
+        principal=session.analyst,
+        dataset=session.dataset,
+        loss=plan.loss,
+        request_key=key,
+        sql=f"SYNTHETIC({', '.join(d.name for d in plan.domains)}) FROM {plan.request.table}{where}",
+        plan_hash=plan.fingerprint(),
+        idempotency_key=idempotency_key,
+    )
+    outcome = session.ledger.reserve(request)
+    if isinstance(outcome, CachedAnswer):
+        doc = json.loads(outcome.answer)
+        if doc.get("format") != SYNTHETIC_FORMAT:
+            raise InternalError("the ledger's record of this release has an unknown format")
+        measured = Measurements.from_json(doc["measurements"])
+        return plan.synthesise(measured, seed=int(doc["seed"])), True, outcome.entry_id
+    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+    statement = plan.sql(session.executor.dialect, salt).main
+    seed = int(system_random().uint64(1)[0] % (2**63))
+    reservation = outcome
+
+    def work(fetch: Any) -> tuple[Measurements, str]:
+        measured = plan.measure(plan.contingency(fetch(statement)))
+        doc = {"format": SYNTHETIC_FORMAT, "measurements": measured.to_json(), "seed": seed}
+        return measured, session.ledger.commit(reservation, json.dumps(doc))
+
+    measured, entry_id = session.through_gate(reservation, plan.tables, work)
+    return plan.synthesise(measured, seed=seed), False, entry_id
 
 
 def audit_refusal(session: Session, text: str, exc: UserError) -> None:

@@ -11,6 +11,7 @@ from dalenius.core.loss import Loss, PureDP
 from dalenius.engine.release import Answer
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
+from dalenius.releases.synthetic import SyntheticRelease
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -319,3 +320,49 @@ class HierarchyResult:
             )
         table = "\n".join(lines)
         return head + table + f"\nLoss: {self.loss}{cached}. Remaining: {self.remaining}."
+
+
+@dataclass(frozen=True)
+class SyntheticResult:
+    """Released synthetic rows, the loss spent and the budget left.
+
+    Attributes:
+        release: the rows and the tree of column pairs the model keeps
+            (:class:`~dalenius.releases.synthetic.SyntheticRelease`).
+        loss: the loss charged (nothing new when ``cached``).
+        remaining: the budget left after it.
+        cached: the same rows, from the ledger's record of an identical earlier release.
+        entry_id: the ledger entry that records it.
+    """
+
+    release: SyntheticRelease
+    loss: Loss
+    remaining: Loss
+    cached: bool
+    entry_id: str | None
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The synthetic table."""
+        frame: pd.DataFrame = self.release.to_pandas()
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """A summary for JSON output (the rows themselves go to a file)."""
+        return {
+            "columns": list(self.release.columns),
+            "rows": self.release.rows,
+            "edges": [list(e) for e in self.release.edges],
+            "loss": loss_dict(self.loss),
+            "remaining": loss_dict(self.remaining),
+            "cached": self.cached,
+            "entry_id": self.entry_id,
+        }
+
+    def __str__(self) -> str:
+        r = self.release
+        pairs = ", ".join(f"{a}–{b}" for a, b in r.edges)
+        cached = " (the same rows, from the ledger's record, no new cost)" if self.cached else ""
+        return (
+            f"Synthetic {len(r.columns)}-column table, {r.rows} rows. Pairs kept: {pairs}.\n"
+            f"Loss: {self.loss}{cached}. Remaining: {self.remaining}."
+        )

@@ -47,8 +47,8 @@ from dalenius.core.rng import system_random
 from dalenius.engine.gate import DataGate, GatedEngine
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
-from dalenius.engine.releases import audit_refusal, run_density, run_hierarchy
-from dalenius.engine.result import DensityResult, HierarchyResult, Result
+from dalenius.engine.releases import audit_refusal, run_density, run_hierarchy, run_synthetic
+from dalenius.engine.result import DensityResult, HierarchyResult, Result, SyntheticResult
 from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
@@ -66,6 +66,7 @@ from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
 from dalenius.releases.density import DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyRequest, plan_hierarchy
+from dalenius.releases.synthetic import SynthRequest, plan_synthetic
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 from dalenius.sql.validate import located
@@ -431,6 +432,49 @@ class Session:
             self, plan, confidence=conf, idempotency_key=idempotency_key
         )
         return HierarchyResult(
+            release=release,
+            loss=plan.loss,
+            remaining=self.remaining(),
+            cached=cached,
+            entry_id=entry_id,
+        )
+
+    def synthesize(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        bins: int = 10,
+        rows: int | None = None,
+        where: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> SyntheticResult:
+        """Release synthetic rows of ``table`` with MST (every column with public keys or bounds
+        by default; numeric columns in ``bins`` bins). Needs ``epsilon`` and ``delta``, or
+        ``rho``. The same request gives back the same rows at no cost. See
+        ``docs/releases/synthetic.md``.
+        """
+        request = SynthRequest(
+            table=table,
+            columns=tuple(columns) if columns is not None else None,
+            bins=bins,
+            rows=rows,
+            where=where,
+        )
+        text = f"SYNTHETIC({', '.join(columns or ['*'])}) FROM {table}"
+        try:
+            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
+            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
+            rh = as_fraction(rho, "rho") if rho is not None else None
+            plan = plan_synthetic(self.catalog, request, epsilon=eps, delta=dlt, rho=rh)
+        except UserError as exc:
+            audit_refusal(self, text, exc)
+            raise
+        release, cached, entry_id = run_synthetic(self, plan, idempotency_key=idempotency_key)
+        return SyntheticResult(
             release=release,
             loss=plan.loss,
             remaining=self.remaining(),

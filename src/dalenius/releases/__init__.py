@@ -8,6 +8,8 @@ the plan through the data gate and records it in the ledger like any query.
   mechanism of Hall, Rinaldo & Wasserman).
 * :mod:`~dalenius.releases.hierarchy`: consistent hierarchical tables (noisy counts at every level,
   least squares, then non-negative integers that add up, as in the Census TopDown algorithm).
+* :mod:`~dalenius.releases.synthetic`: synthetic microdata with MST (noisy 1- and 2-way marginals
+  on a privately chosen tree, a tree model, rows sampled from it).
 """
 
 from dalenius.releases.density import (
@@ -23,6 +25,7 @@ from dalenius.releases.hierarchy import (
     HierarchyRequest,
     plan_hierarchy,
 )
+from dalenius.releases.synthetic import SyntheticRelease, SynthPlan, SynthRequest, plan_synthetic
 
 __all__ = [
     "DensityPlan",
@@ -31,7 +34,11 @@ __all__ = [
     "HierarchyPlan",
     "HierarchyRelease",
     "HierarchyRequest",
+    "SynthPlan",
+    "SynthRequest",
+    "SyntheticRelease",
     "plan_density",
     "plan_hierarchy",
+    "plan_synthetic",
     "rho_for",
 ]

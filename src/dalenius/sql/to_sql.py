@@ -324,7 +324,10 @@ def _ranked(
 ) -> exp.Select:
     """The rows of ``source`` in each unit's first ``max_groups`` groups and first ``max_rows`` rows.
 
-    Groups and rows are ranked by keyed hashes of the group key and of the row.
+    Groups and rows are ranked by keyed hashes of the unit's id with the group key, and with
+    the row. The id is part of the hash so that each unit's choice is its own: with one key per
+    query for every unit, every unit over its cap would keep the same "lucky" groups and values,
+    a bias of the whole answer toward them (each unit's choice still depends on its own rows only).
     """
     current: exp.Expr = source.subquery("__filtered")
     rank_filter: exp.Expr | None = None
@@ -333,7 +336,11 @@ def _ranked(
             this=exp.Anonymous(this="DENSE_RANK"),
             partition_by=[unit_col.copy()],
             order=exp.Order(
-                expressions=[exp.Ordered(this=keyed_hash(dialect, salt, [k.copy() for k in keys]))]
+                expressions=[
+                    exp.Ordered(
+                        this=keyed_hash(dialect, salt, [unit_col.copy(), *[k.copy() for k in keys]])
+                    )
+                ]
                 + [exp.Ordered(this=k.copy()) for k in keys]
             ),
         )
@@ -347,7 +354,11 @@ def _ranked(
         partition_by=[unit_col.copy()],
         order=exp.Order(
             expressions=[
-                exp.Ordered(this=keyed_hash(dialect, salt + 1, [_col(f) for f in row_fields]))
+                exp.Ordered(
+                    this=keyed_hash(
+                        dialect, salt + 1, [unit_col.copy(), *[_col(f) for f in row_fields]]
+                    )
+                )
             ]
         ),
     )
