@@ -63,7 +63,7 @@ from dalenius.mechanisms._validate import confidence_fraction, positive_fraction
 from dalenius.mechanisms.gaussian import discrete_gaussian
 
 JITTER = 1e-3
-"""``λ`` in ``K + λI`` for each axis (noise variance +0.1%, condition number below 10⁴)."""
+"""``λ`` in ``K + λI`` for each axis: noise variance +0.1%, condition number at most ``1 + λ_max/λ``."""
 
 KERNEL_BITS = 20
 """Kernel values are quantised to multiples of 2⁻²⁰ (a public matrix; the error is in the bands)."""
@@ -174,7 +174,7 @@ class GaussianProcessMechanism:
         self.factors = [_Factor(a, float(bandwidth)) for a in axes]
         self.shape = tuple(f.m for f in self.factors)
         delta_w = Fraction(max_rows) * Fraction(math.prod(f.column_norm for f in self.factors))
-        # g = 2^a, the largest power of two with Δ_w/g + slack ≤ reach (so σ_u ≤ 4096).
+        # g = 2^a, the smallest power of two with Δ_w/g + slack ≤ reach (so σ_u ≤ 4096).
         a = math.floor(math.log2(float(delta_w / (reach - slack)))) - 1
         while delta_w / Fraction(2) ** (a - 1) + slack <= reach:
             a -= 1

@@ -288,7 +288,12 @@ def plan_density(
     count = IntegerGaussian(counts.max_rows, ZCDP(rho_count))
     exact_bins = all(a.unit_bins and _column_type(table, a.column) == "int" for a in axes)
     width = max(float(a.width) for a in axes)
-    binning = 0.0 if exact_bins else scale * (width * math.sqrt(d) / 2) / (h * math.sqrt(math.e))
+    # A row moves the unscaled kernel by at most 1, so the per-row bound is capped at the scale.
+    binning = (
+        0.0
+        if exact_bins
+        else scale * min(1.0, (width * math.sqrt(d) / 2) / (h * math.sqrt(math.e)))
+    )
     return DensityPlan(
         request=request,
         counts=counts,
@@ -357,7 +362,7 @@ def _axis(table: Table, name: str, h: float, dims: int) -> Axis:
     if column.type == "int" and high - low + 1 <= (
         MAX_UNIT_BINS if dims == 1 else MAX_BINS_2D_AXIS
     ):
-        return Axis(column.name, low, high, int(high - low + 1))
+        return Axis(column.name, low, high, int(high - low + 1), unit_bins=True)
     cap = MAX_BINS_1D if dims == 1 else MAX_BINS_2D_AXIS
     bins = min(cap, max(1, math.ceil(float(high - low) * FINE_BINS / h)))
     return Axis(column.name, low, high, bins)

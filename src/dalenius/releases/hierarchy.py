@@ -410,6 +410,14 @@ def plan_hierarchy(
     )
     exact = DPQuery(query, (count,), (), None, PureDP(Fraction(1)))
     loss, mechanisms = _mechanisms(epsilon, delta, rho, split, rows)
+    if any(isinstance(m, IntegerGaussian) and m.granularity > 1 for m in mechanisms):
+        # Above σ = 3072 the sampler rounds to a coarser grid, whose sensitivity argument is a
+        # scalar one: a unit spread over several nodes could move several rounded counts.
+        raise InvalidLossError(
+            "the loss per level is too small for this hierarchy's noise (σ above 3072).",
+            why="the discrete Gaussian is then drawn on a coarse grid, which a vector of counts cannot use safely.",
+            fix="use a larger epsilon or rho, fewer levels, or give the levels with the most weight a larger split.",
+        )
     return HierarchyPlan(
         request=request,
         tree=Tree.build(key_lists),

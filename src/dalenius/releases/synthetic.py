@@ -143,7 +143,7 @@ class SynthPlan:
         d = len(self.domains)
         r = self.max_rows
         third = self.rho / 3
-        one_mech = IntegerGaussian(r, ZCDP(third / d))
+        one_mech = _vector_gaussian(r, third / d)
         one = [one_mech.release(_marginal(table, (i,)), rng=rng) for i in range(d)]
         edges: list[tuple[int, int]] = []
         if d > 1:
@@ -173,7 +173,7 @@ class SynthPlan:
                 edges.append((i, j))
                 old, new = component[j], component[i]
                 component = [new if c == old else c for c in component]
-        two_mech = IntegerGaussian(r, ZCDP(third / max(d - 1, 1)))
+        two_mech = _vector_gaussian(r, third / max(d - 1, 1))
         two = [
             two_mech.release(_marginal(table, e).reshape(-1), rng=rng).reshape(_shape(self, e))
             for e in edges
@@ -448,6 +448,9 @@ def plan_synthetic(
     )
     exact = DPQuery(query, (count,), (), None, PureDP(Fraction(1)))
     loss, total_rho = _loss(epsilon, delta, rho)
+    # Decided here, before any data is read: the noise of each marginal must fit the integer grid.
+    _vector_gaussian(r, total_rho / 3 / len(domains))
+    _vector_gaussian(r, total_rho / 3 / max(len(domains) - 1, 1))
     # Public labels for binned numeric columns, as the synthetic rows carry them.
     bin_labels = tuple(domains)
     return SynthPlan(request, bin_labels, exact, resolved.tables, loss, total_rho, r)
@@ -491,6 +494,21 @@ def _loss(
             fix="pass epsilon=1 and delta=1e-9, for example (the dataset's accounting must be 'approx'), or rho.",
         )
     return ApproxDP(epsilon, delta), rho_for(epsilon, delta)
+
+
+def _vector_gaussian(rows: int, rho: Fraction) -> IntegerGaussian:
+    """Discrete Gaussian noise for a whole marginal (L2 sensitivity ``rows``), on the integer grid.
+
+    Above σ = 3072 the sampler would round to a coarser grid whose sensitivity argument is a
+    scalar one; a marginal is a vector, so such a loss is refused instead.
+    """
+    mech = IntegerGaussian(rows, ZCDP(rho))
+    if mech.granularity > 1:
+        raise InvalidLossError(
+            "the loss is too small for this many columns (the noise per marginal would exceed σ = 3072).",
+            fix="use a larger epsilon or rho, or fewer columns.",
+        )
+    return mech
 
 
 def _em_epsilon(rho: Fraction, rounds: int) -> Fraction:

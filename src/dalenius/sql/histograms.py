@@ -45,6 +45,9 @@ class Axis:
     low: Fraction
     high: Fraction
     bins: int
+    unit_bins: bool = False
+    """One bin per integer value (an integer column with ``bins = high − low + 1``): set by the
+    caller, never inferred, since a float column can have that many bins by chance."""
 
     @property
     def width(self) -> Fraction:
@@ -56,11 +59,6 @@ class Axis:
         if self.unit_bins:
             return [self.low + i for i in range(self.bins)]
         return [self.low + (i + Fraction(1, 2)) * self.width for i in range(self.bins)]
-
-    @property
-    def unit_bins(self) -> bool:
-        """Whether each bin holds exactly one integer value (``bins = high − low + 1``)."""
-        return self.high - self.low + 1 == self.bins
 
 
 @dataclass(frozen=True)
@@ -97,8 +95,15 @@ def binned_counts(
             f"a binned count takes one or two columns, got {len(axes)}.",
             fix="bin one column, or two for a 2-D release.",
         )
+    for axis in axes:
+        if axis.unit_bins and axis.high - axis.low + 1 != axis.bins:
+            raise QueryError(f"axis {axis.column!r}: unit bins need bins = high − low + 1.")
     quoted = '"' + table.replace('"', '""') + '"'
-    text = f"SELECT COUNT(*) FROM {quoted}" + (f" WHERE {where}" if where else "")
+    # Rows with a NULL in an axis fall in no bin; they are left out of the count too, so the
+    # count is exactly the rows binned (and NULL rows use up no unit's quota).
+    present = " AND ".join('"' + a.column.replace('"', '""') + '" IS NOT NULL' for a in axes)
+    condition = f"({where}) AND {present}" if where else present
+    text = f"SELECT COUNT(*) FROM {quoted} WHERE {condition}"
     resolved = to_query(text, catalog)
     query = resolved.query
     fields = {f.name: f for f in output_fields(query.relation)}

@@ -10,6 +10,7 @@ import { budgetsPage } from "./admin-budgets.js";
 import { ledgerPage } from "./admin-ledger.js";
 import { adminDatasetsPage } from "./admin-datasets.js";
 import { ldpPage } from "./ldp.js";
+import { releasesPage } from "./releases.js";
 
 export const state = { me: null };
 
@@ -18,6 +19,7 @@ const PAGES = {
   "/datasets": { title: "Datasets", render: datasetsPage },
   "/budget": { title: "Budget & history", render: budgetPage },
   "/ldp": { title: "Local DP", render: ldpPage },
+  "/releases": { title: "Releases", render: releasesPage },
   "/admin/analysts": { title: "Analysts & tokens", render: analystsPage, curator: true },
   "/admin/budgets": { title: "Budgets", render: budgetsPage, curator: true },
   "/admin/datasets": { title: "Manage datasets", render: adminDatasetsPage, curator: true },
@@ -37,7 +39,7 @@ function renderNav(current) {
   clear(nav);
   const link = (path) =>
     h("a", { href: `#${path}`, "aria-current": current === path ? "page" : null, text: PAGES[path].title });
-  nav.append(h("div", { class: "group" }, h("p", { class: "group-title", text: "Analysis" }), link("/query"), link("/datasets"), link("/budget"), link("/ldp")));
+  nav.append(h("div", { class: "group" }, h("p", { class: "group-title", text: "Analysis" }), link("/query"), link("/datasets"), link("/budget"), link("/releases"), link("/ldp")));
   if (state.me && state.me.role === "curator") {
     nav.append(
       h(

@@ -191,3 +191,45 @@ export function spendChart(points, budget, measure = "ε") {
   svg.append(s("text", { x: width - right, y: height - 8, "text-anchor": "end", text: new Date(t1).toLocaleString() }));
   return svg;
 }
+
+// A curve with two shaded bands (simultaneous, then pointwise) under the released line: the
+// density releases. x and y axes with a few ticks; the numbers are also offered as a table.
+export function lineChart({ x, y, low, high, bandLow, bandHigh, xLabel, title, confidence }) {
+  const width = 760;
+  const height = 320;
+  const left = 64;
+  const right = 20;
+  const top = 24;
+  const bottom = 40;
+  const ys = [...y, ...high, ...bandHigh, 0].filter((v) => Number.isFinite(v));
+  const yMax = Math.max(...ys) || 1;
+  const xMin = x[0];
+  const xMax = x[x.length - 1] === xMin ? xMin + 1 : x[x.length - 1];
+  const px = (value) => left + ((value - xMin) / (xMax - xMin)) * (width - left - right);
+  const py = (value) => top + (1 - Math.max(value, 0) / yMax) * (height - top - bottom);
+  const pct = confidence ? `${Math.round(confidence * 1000) / 10}%` : "95%";
+  const svg = s("svg", {
+    class: "chart line-chart",
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": `${title}: curve with ${pct} pointwise and simultaneous bands over ${x.length} points`,
+    "data-points": x.length,
+  });
+  svg.append(s("title", {}, title));
+  const area = (lo, hi) =>
+    `M${x.map((v, i) => `${px(v)},${py(hi[i])}`).join("L")}L${x.map((v, i) => `${px(v)},${py(lo[i])}`).reverse().join("L")}Z`;
+  svg.append(s("path", { d: area(bandLow, bandHigh), class: "band-wide" }));
+  svg.append(s("path", { d: area(low, high), class: "band" }));
+  svg.append(s("path", { d: `M${x.map((v, i) => `${px(v)},${py(y[i])}`).join("L")}`, class: "curve" }));
+  for (const mark of ticks(0, yMax, 4)) {
+    if (mark > yMax * 1.0001) continue;
+    svg.append(s("line", { x1: left, x2: width - right, y1: py(mark), y2: py(mark), class: "grid" }));
+    svg.append(s("text", { x: left - 6, y: py(mark) + 4, class: "tick", "text-anchor": "end" }, fmt(mark, 3)));
+  }
+  for (const mark of ticks(xMin, xMax, 6)) {
+    if (mark < xMin || mark > xMax) continue;
+    svg.append(s("text", { x: px(mark), y: height - bottom + 16, class: "tick", "text-anchor": "middle" }, fmt(mark, 4)));
+  }
+  svg.append(s("text", { x: (left + width - right) / 2, y: height - 6, class: "axis-label", "text-anchor": "middle" }, xLabel));
+  return svg;
+}

@@ -1,0 +1,117 @@
+// Releases published whole: a density curve with its bands, and a consistent hierarchy of counts.
+// Both spend from the caller's budget exactly as a query does; an identical request is free.
+
+import { get, post } from "./api.js";
+import { lineChart } from "./chart.js";
+import { clear, errorAlert, fmt, fmtLoss, h, pageHead, table, td } from "./ui.js";
+
+const enc = encodeURIComponent;
+
+function field(id, label, input) {
+  return h("div", { class: "field" }, h("label", { for: id, text: label }), input);
+}
+
+function input(id, value, placeholder) {
+  return h("input", { id, name: id, value: value ?? "", placeholder: placeholder ?? "", inputmode: "decimal" });
+}
+
+function densityCard(dataset, result) {
+  const chart = lineChart({
+    x: result.grid[0],
+    y: result.density,
+    low: result.low,
+    high: result.high,
+    bandLow: result.band_low,
+    bandHigh: result.band_high,
+    xLabel: result.columns[0],
+    title: `Density of ${result.columns[0]}`,
+    confidence: result.confidence,
+  });
+  const meta = `${fmtLoss(result.loss)}${result.cached ? " (from the ledger's record, no new cost)" : ""}; noisy count ${result.count.toLocaleString()}`;
+  return h(
+    "section",
+    { class: "card", "data-release": "density" },
+    h("div", { class: "card-head" }, h("h2", { text: `Density of ${result.columns[0]} (${dataset})` }), h("span", { class: "meta", text: meta })),
+    chart,
+    h("p", { class: "small muted", text: "Dark band: pointwise interval; light band: the whole curve at once. Both cover the data's kernel estimate at the stated confidence." }),
+  );
+}
+
+function hierarchyCard(dataset, result) {
+  const rows = result.nodes
+    .filter((n) => n.level <= 1)
+    .map((n) => [n.level === 0 ? "(total)" : n.path.join(" / "), td(String(n.final), "num"), td(`[${fmt(n.final_low, 6)}, ${fmt(n.final_high, 6)}]`, "num nowrap"), td(fmt(n.noisy, 6), "num")]);
+  const meta = `${result.nodes.length} nodes; ${fmtLoss(result.loss)}${result.cached ? " (no new cost)" : ""}`;
+  return h(
+    "section",
+    { class: "card", "data-release": "hierarchy" },
+    h("div", { class: "card-head" }, h("h2", { text: `${result.levels.join(" › ")} (${dataset})` }), h("span", { class: "meta", text: meta })),
+    table(["Node", { label: "Count", num: true }, { label: `${Math.round(result.confidence * 100)}% interval`, num: true }, { label: "Noisy", num: true }], rows, { label: "Hierarchy" }),
+    h("p", { class: "small muted", text: "Counts are non-negative integers that add up exactly; the full table (every level) is in the API's answer." }),
+  );
+}
+
+export async function releasesPage(root) {
+  const { datasets } = await get("/datasets");
+  clear(root);
+  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, or a hierarchy of counts that add up."));
+  if (!datasets.length) {
+    root.append(h("div", { class: "card empty", text: "No dataset is granted to you yet." }));
+    return;
+  }
+  const dataset = h("select", { id: "rel-dataset", name: "dataset" }, datasets.map((d) => h("option", { value: d.name, text: d.name })));
+  const output = h("div", { "aria-live": "polite" });
+
+  const dTable = input("dens-table", "people");
+  const dColumn = input("dens-column", "age");
+  const dBandwidth = input("dens-bandwidth", "2");
+  const dEps = input("dens-epsilon", "0.1");
+  const dDelta = input("dens-delta", "1e-6");
+  const densityForm = h(
+    "form",
+    {
+      class: "card",
+      id: "density-form",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        clear(output);
+        try {
+          const body = { table: dTable.value.trim(), columns: [dColumn.value.trim()], bandwidth: Number(dBandwidth.value), epsilon: dEps.value.trim(), delta: dDelta.value.trim() };
+          const result = await post(`/datasets/${enc(dataset.value)}/density`, body);
+          output.append(densityCard(dataset.value, result));
+        } catch (failure) {
+          output.append(errorAlert(failure));
+        }
+      },
+    },
+    h("h2", { text: "Density curve" }),
+    h("div", { class: "grid two" }, field("dens-table", "Table", dTable), field("dens-column", "Numeric column", dColumn), field("dens-bandwidth", "Bandwidth", dBandwidth), field("dens-epsilon", "ε", dEps), field("dens-delta", "δ", dDelta)),
+    h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release curve" })),
+  );
+
+  const hTable = input("hier-table", "people");
+  const hLevels = input("hier-levels", "state, education");
+  const hEps = input("hier-epsilon", "0.1");
+  const hierarchyForm = h(
+    "form",
+    {
+      class: "card",
+      id: "hierarchy-form",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        clear(output);
+        try {
+          const body = { table: hTable.value.trim(), levels: hLevels.value.split(",").map((v) => v.trim()).filter(Boolean), epsilon: hEps.value.trim() };
+          const result = await post(`/datasets/${enc(dataset.value)}/hierarchy`, body);
+          output.append(hierarchyCard(dataset.value, result));
+        } catch (failure) {
+          output.append(errorAlert(failure));
+        }
+      },
+    },
+    h("h2", { text: "Hierarchy of counts" }),
+    h("div", { class: "grid two" }, field("hier-table", "Table", hTable), field("hier-levels", "Levels (key columns, coarsest first)", hLevels), field("hier-epsilon", "ε", hEps)),
+    h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release tables" })),
+  );
+  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, output);
+}

@@ -1,0 +1,68 @@
+"""The console's Releases page in a real browser: a density curve with its bands, a hierarchy.
+
+An analyst with an (ε, δ) budget releases the density of age (a line chart with two bands) and a
+sex › education hierarchy (a table of consistent counts). Screenshots go to ``artifacts/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, expect, sync_playwright
+from tests.server.live import LiveGateway, write_config
+from tests.server.test_browser import ARTIFACTS, FLAGS, ensure_chromium
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = ensure_chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, demo_catalog: Path) -> Iterator[LiveGateway]:
+    config = write_config(tmp_path / "gateway.toml", str(tmp_path / "gateway.sqlite"))
+    live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
+    try:
+        with live.client(live.tokens["root"]) as curator:
+            made = curator.post(
+                "/v1/datasets", json={"catalog": str(demo_catalog), "definition": "approx"}
+            )
+            assert made.status_code in (200, 201), made.text
+            granted = curator.put("/v1/principals/alice/grants/census")
+            assert granted.status_code in (200, 201, 204), granted.text
+            budget = curator.put("/v1/budgets/alice/census", json={"epsilon": 1, "delta": "1e-5"})
+            assert budget.status_code in (200, 201, 204), budget.text
+        yield live
+    finally:
+        live.stop()
+
+
+def test_the_releases_page_draws_a_density_with_bands_and_a_hierarchy(
+    browser: Browser, gateway: LiveGateway
+) -> None:
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{gateway.url}/console/#/releases")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    page.locator("#density-form button[type=submit]").click()
+    chart = page.locator("section[data-release=density] svg.line-chart")
+    expect(chart).to_have_attribute("data-points", "200", timeout=90_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "console-density.png"), full_page=True)
+    page.fill("#hier-levels", "sex, education")
+    page.locator("#hierarchy-form button[type=submit]").click()
+    expect(page.locator("section[data-release=hierarchy] table tbody tr")).to_have_count(
+        3, timeout=90_000
+    )
+    page.screenshot(path=str(ARTIFACTS / "console-hierarchy.png"), full_page=True)
+    assert errors == []
