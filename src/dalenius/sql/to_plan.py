@@ -983,7 +983,7 @@ class _Planner:
         """Refuse an aggregate whose values (or any part of them) may exceed MAX_MAGNITUDE."""
         # Products are where magnitudes explode (a chain of 60 incomes); sums grow only linearly
         # in the (bounded) query size. Checking only them keeps this linear in the query.
-        products = (s for s in _walk(arg) if isinstance(s, BinOp) and s.op in ("*", "/"))
+        products = (s for s in _value_path(arg) if isinstance(s, BinOp) and s.op in ("*", "/"))
         parts = itertools.chain([bounds], (bounds_of(sub, infos) for sub in products))
         for part in parts:  # the whole expression first: most refusals stop there
             widest = max(abs(part[0]), abs(part[1])) if part is not None else Fraction(0)
@@ -1401,6 +1401,30 @@ def _bare_column_fix(field: Field) -> str:
 
 def _label(agg: AggCall) -> str:
     return agg.label
+
+
+def _value_path(expr: Expr) -> list[Expr]:
+    """The sub-expressions whose values become the aggregated value: arithmetic, function
+    arguments and CASE results, but not conditions (a comparison yields a truth value, whatever
+    the magnitudes inside it, and the engine evaluates it in doubles without failing).
+    """
+    from dalenius.plan.expr import Case, Func, Neg
+
+    out = [expr]
+    match expr:
+        case BinOp(op=op, left=left, right=right) if op in ("+", "-", "*", "/", "%"):
+            out += _value_path(left) + _value_path(right)
+        case Func(args=args):
+            for a in args:
+                out += _value_path(a)
+        case Neg(operand=operand):
+            out += _value_path(operand)
+        case Case(whens=whens, default=default):
+            for _, value in whens:
+                out += _value_path(value)
+            if default is not None:
+                out += _value_path(default)
+    return out
 
 
 def _walk(expr: Expr) -> list[Expr]:
