@@ -1,7 +1,8 @@
 """One analyst saturating their running limit with slow queries does not stall anyone else.
 
 A real gateway runs in a subprocess on loopback with a running limit of 2 per analyst and an
-engine time limit of half a second. Alice sends slow queries (contribution bounding over 600,000
+engine time limit of 50 ms, below what bounding 600,000 rows takes on any machine (with half a
+second, a quiet machine answered every slow query in time, and the limit was never exercised). Alice sends slow queries (contribution bounding over 600,000
 rows) from four threads at once; meanwhile Bob signs in and asks ``GET /v1/me`` and cheap explains.
 Bob's latencies are measured and printed (their p99 is what docs/server.md reports); the test
 asserts only a generous bound, never a tight wall-clock figure. Every loop is bounded and stops
@@ -59,7 +60,7 @@ def live(tmp_path: Path, demo_catalog: Path) -> Iterator[tuple[LiveGateway, Path
         query_workers=4,
     )
     with config.open("a") as file:
-        file.write("query_seconds = 0.5\n")
+        file.write("query_seconds = 0.05\n")
     gateway = LiveGateway(config, issue=("curator:root", "analyst:alice", "analyst:bob"))
     try:
         with gateway.client(gateway.tokens["root"]) as root:
