@@ -91,3 +91,42 @@ def test_estimates_needs_a_reachable_gateway(capsys: pytest.CaptureFixture[str])
         capsys, "ldp", "estimates", "x", "--url", "http://127.0.0.1:9", "--token", "t"
     )
     assert code == 2 and "cannot reach the gateway" in err
+
+
+def test_simulate_sfp_discovers_the_most_frequent_words(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "ldp",
+        "simulate",
+        "--protocol",
+        "sfp",
+        "--epsilon",
+        "8",
+        "--users",
+        "6e4",
+        "--domain",
+        "200",
+        "--alphabet",
+        "abcdefgh",
+        "--length",
+        "6",
+        "--seed",
+        "3",
+        "--top",
+        "3",
+        "--json",
+    )
+    assert code == 0
+    body = json.loads(out)
+    assert body["protocol"] == "sfp" and body["users"] == 60_000
+    assert body["found_of_top"] == {"top": 3, "found": 3}
+    assert body["false_discoveries"] == []
+    for row in body["found"]:
+        assert abs(row["estimate"] - row["true"]) <= 2.5 * row["half_width"]
+
+
+def test_simulate_sfp_refuses_a_plot(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys, "ldp", "simulate", "--protocol", "sfp", "--epsilon", "4", "--plot", "x.png"
+    )
+    assert code != 0 and "--plot" in err

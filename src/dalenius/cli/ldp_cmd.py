@@ -24,7 +24,7 @@ import numpy as np
 from dalenius.cli.common import EXIT_OK, add_json_option, emit_json
 from dalenius.core.errors import ConfigurationError, MissingExtraError, UserError
 from dalenius.ldp.choose import FACTORIES, make_oracle
-from dalenius.ldp.simulate import DISTRIBUTIONS, SimulationResult, simulate
+from dalenius.ldp.simulate import DISTRIBUTIONS, SimulationResult, simulate, simulate_discovery
 
 
 def _count(text: str) -> int:
@@ -52,11 +52,22 @@ def register(sub: Any) -> None:
         description="Simulate clients of a frequency oracle: true vs estimated counts, error vs theory.",
     )
     sim.add_argument(
-        "--protocol", default="olh", choices=[*FACTORIES, "best"], help="the frequency oracle"
+        "--protocol",
+        default="olh",
+        choices=[*FACTORIES, "best", "sfp"],
+        help="the frequency oracle (sfp: discover words with sequence-fragment puzzles)",
     )
     sim.add_argument("--epsilon", required=True, help="ε of one report (> 0)")
     sim.add_argument("--users", type=_count, default=100_000, help="clients (1e6 accepted)")
-    sim.add_argument("--domain", type=_count, default=1000, help="number of values d (>= 2)")
+    sim.add_argument(
+        "--domain", type=_count, default=1000, help="number of values d (sfp: words, >= 2)"
+    )
+    sim.add_argument(
+        "--alphabet",
+        default="abcdefghijklmnopqrstuvwxyz",
+        help="sfp: the characters of the simulated words",
+    )
+    sim.add_argument("--length", type=int, default=8, help="sfp: the longest word")
     sim.add_argument("--dist", default="zipf", choices=DISTRIBUTIONS, help="the true distribution")
     sim.add_argument("--seed", type=int, default=None, help="seed of the data and the simulation")
     sim.add_argument("--top", type=int, default=10, help="rows of the table (most frequent values)")
@@ -117,6 +128,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.plot:
         _matplotlib()  # refuse before the run, not after
     progress = _Progress(not args.no_progress and not args.json and args.users >= 200_000)
+    if args.protocol == "sfp":
+        return _simulate_sfp(args, progress)
     result = simulate(
         args.protocol,
         args.epsilon,
@@ -152,6 +165,56 @@ def run_simulate(args: argparse.Namespace) -> int:
     )
     if args.plot:
         print(f"plot written to {args.plot}")
+    return EXIT_OK
+
+
+def _simulate_sfp(args: argparse.Namespace, progress: _Progress) -> int:
+    """``dalenius ldp simulate --protocol sfp``: discovery of a random vocabulary's words."""
+    if args.plot:
+        raise ConfigurationError(
+            "--plot draws true vs estimated frequencies of a frequency oracle; sfp has none.",
+            fix="drop --plot; the table lists the words found with their true counts.",
+        )
+    result = simulate_discovery(
+        args.epsilon,
+        users=args.users,
+        vocabulary=args.domain,
+        dist=args.dist,
+        alphabet=args.alphabet,
+        length=args.length,
+        seed=args.seed,
+        confidence=args.confidence,
+        progress=progress,
+    )
+    progress.finish()
+    summary = result.summary(args.top)
+    if args.json:
+        emit_json(summary)
+        return EXIT_OK
+    found = result.discovery
+    print(
+        f"sfp: ε = {result.epsilon:.6g} per report, {result.users:,} simulated clients, "
+        f"{len(result.vocabulary):,} words ({args.dist}) of at most {args.length} characters"
+    )
+    kept = ", ".join(str(k) for k in found.fragments_kept)
+    print(
+        f"fragments kept per position: {kept} (thresholds about "
+        f"{min(found.fragment_threshold):,.0f} clients per position); "
+        f"{found.candidates:,} candidate words passed the puzzle check"
+    )
+    print(f"{'word':<12} {'true':>10} {'estimate':>12} {'± error bar':>12}")
+    for row in summary["found"]:  # type: ignore[attr-defined]
+        print(
+            f"{row['word']:<12} {row['true']:>10,} {row['estimate']:>12,.1f} "
+            f"{row['half_width']:>12,.1f}"
+        )
+    if not found.words:
+        print("no word was frequent enough to discover (try more --users or a larger --epsilon)")
+    false = result.false_discoveries()
+    print(
+        f"found {result.found_of_top(args.top)} of the {args.top} most frequent words; "
+        f"{len(false)} false discoveries; {result.seconds:.2f} s"
+    )
     return EXIT_OK
 
 

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -103,13 +104,33 @@ class CountMeanSketch:
 
     def hash_rows(self, values: Sequence[str]) -> npt.NDArray[np.int64]:
         """``h_l(x)`` for every row ``l`` and value ``x``: shape ``(k, len(values))``."""
+        encoded = [value.encode() for value in values]
         out = np.empty((self.hashes, len(values)), dtype=np.int64)
-        for i, value in enumerate(values):
-            encoded = value.encode()
-            for row in range(self.hashes):
-                digest = hashlib.sha256(self.salt + row.to_bytes(4, "big") + encoded).digest()
-                out[row, i] = int.from_bytes(digest[:8], "big") % self.width
+        for row in range(self.hashes):
+            # The (salt, row) prefix is hashed once and copied: same digests, fewer bytes hashed.
+            prefix = hashlib.sha256(self.salt + row.to_bytes(4, "big"))
+            words = bytearray()
+            for value in encoded:
+                digest = prefix.copy()
+                digest.update(value)
+                words += digest.digest()[:8]
+            top = np.frombuffer(bytes(words), dtype=">u8")
+            out[row] = (top % np.uint64(self.width)).astype(np.int64)
         return out
+
+    def report_probability(self, report: Mapping[str, Any], value: str) -> Fraction:
+        """The exact probability that a client holding ``value`` sends ``report``."""
+        k, m, rho = self.hashes, self.width, self.flip
+        bucket = int(self.hash_rows([value])[int(report["row"]), 0])
+        if self.hadamard:
+            column, sign = int(report["column"]), int(report["sign"])
+            true = 1 - 2 * (bin(bucket & column).count("1") % 2)
+            return Fraction(1, k * m) * ((1 - rho) if sign == true else rho)
+        prob = Fraction(1, k)
+        for a, sign in enumerate(report["signs"]):
+            true = 1 if a == bucket else -1
+            prob *= (1 - rho) if sign == true else rho
+        return prob
 
     # -- client -----------------------------------------------------------------------------
 

@@ -15,9 +15,11 @@ Example:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +29,7 @@ from dalenius.core.loss import Number
 from dalenius.ldp._base import FrequencyOracle, check_domain
 from dalenius.ldp._draws import SimulationDraws
 from dalenius.ldp.choose import best_oracle, make_oracle
+from dalenius.ldp.sfp import Discovery, FragmentPuzzles, PuzzleSketches
 
 DISTRIBUTIONS = ("zipf", "uniform", "geometric")
 BLOCK = 1 << 20
@@ -151,3 +154,116 @@ def simulate(
         theory,
         seconds,
     )
+
+
+@dataclass(frozen=True)
+class DiscoveryResult:
+    """A simulated sequence-fragment-puzzle collection: the vocabulary and what was found."""
+
+    epsilon: float
+    users: int
+    vocabulary: list[str]
+    true_counts: npt.NDArray[np.int64]
+    discovery: Discovery
+    seconds: float
+
+    def found_of_top(self, top: int) -> int:
+        """How many of the ``top`` most frequent words were discovered."""
+        order = np.argsort(-self.true_counts, kind="stable")[:top]
+        found = set(self.discovery.words)
+        return sum(self.vocabulary[i] in found for i in order)
+
+    def false_discoveries(self) -> list[str]:
+        """Discovered words no simulated client held."""
+        held = {w for w, c in zip(self.vocabulary, self.true_counts, strict=True) if c > 0}
+        return [w for w in self.discovery.words if w not in held]
+
+    def summary(self, top: int = 10) -> dict[str, object]:
+        """JSON-ready summary."""
+        truth = dict(zip(self.vocabulary, self.true_counts.tolist(), strict=True))
+        d = self.discovery
+        return {
+            "protocol": "sfp",
+            "epsilon": self.epsilon,
+            "users": self.users,
+            "vocabulary": len(self.vocabulary),
+            "candidates": d.candidates,
+            "fragments_kept": d.fragments_kept,
+            "fragment_threshold": d.fragment_threshold,
+            "word_threshold": d.word_threshold if math.isfinite(d.word_threshold) else None,
+            "found": [
+                {
+                    "word": w,
+                    "true": int(truth.get(w, 0)),
+                    "estimate": float(c),
+                    "half_width": float(h),
+                }
+                for w, c, h in zip(d.words, d.counts, d.half_width, strict=True)
+            ],
+            "found_of_top": {"top": top, "found": self.found_of_top(top)},
+            "false_discoveries": self.false_discoveries(),
+            "confidence": d.confidence,
+            "seconds": self.seconds,
+        }
+
+
+def simulate_discovery(
+    epsilon: Number,
+    *,
+    users: int,
+    vocabulary: int = 1000,
+    dist: str = "zipf",
+    alphabet: str = "abcdefghijklmnopqrstuvwxyz",
+    length: int = 8,
+    seed: int | None = None,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    progress: Callable[[int, int], None] | None = None,
+    block: int = BLOCK,
+    **settings: Any,
+) -> DiscoveryResult:
+    """Simulate an SFP collection over a random vocabulary and discover its frequent words.
+
+    The vocabulary is ``vocabulary`` distinct random words (lengths uniform in ``2..length``,
+    characters uniform in ``alphabet``), ranked for ``dist``; the deployment's salt comes from
+    the seed so a seeded run repeats exactly. ``settings`` go to
+    :class:`~dalenius.ldp.sfp.FragmentPuzzles` (``tag_bits``, ``hashes``, ``width``, …).
+    """
+    if isinstance(users, bool) or not isinstance(users, int) or users < 1:
+        raise ConfigurationError(f"users must be a positive integer, got {users!r}.")
+    if isinstance(vocabulary, bool) or not isinstance(vocabulary, int) or vocabulary < 2:
+        raise ConfigurationError(f"the vocabulary needs at least 2 words, got {vocabulary!r}.")
+    data_rng = np.random.default_rng(seed)
+    salt = data_rng.bytes(32) if seed is not None else None
+    puzzle = FragmentPuzzles(
+        epsilon=epsilon, alphabet=alphabet, length=length, salt=salt, **settings
+    )
+    possible = sum(len(alphabet) ** k for k in range(2, length + 1))
+    if vocabulary > possible // 2:
+        raise ConfigurationError(
+            f"{vocabulary:,} distinct words do not fit comfortably in {possible:,} possible ones.",
+            fix="use a smaller --domain, a longer --length or a larger --alphabet.",
+        )
+    words: dict[str, None] = {}
+    letters = np.array(list(alphabet))
+    while len(words) < vocabulary:
+        size = int(data_rng.integers(2, length + 1))
+        words.setdefault("".join(data_rng.choice(letters, size)), None)
+    vocab = list(words)
+    true_counts = data_rng.multinomial(users, distribution(dist, vocabulary)).astype(np.int64)
+    codes = data_rng.permutation(np.repeat(np.arange(vocabulary, dtype=np.int64), true_counts))
+    padded = [puzzle.pad(w) for w in vocab]
+    if not puzzle.hadamard:  # CMS reports are `width` signs each: smaller blocks
+        block = min(block, max(1, (1 << 26) // puzzle.word.width))
+    draws = SimulationDraws(None if seed is None else seed + 1)
+    started = time.perf_counter()
+    sketches: PuzzleSketches | None = None
+    for start in range(0, users, block):
+        part = puzzle.aggregate(puzzle._perturb(padded, codes[start : start + block], draws))
+        sketches = part if sketches is None else sketches + part
+        if progress is not None:
+            progress(min(start + block, users), users)
+    assert sketches is not None
+    found = puzzle.discover(sketches, alpha=alpha, confidence=confidence)
+    seconds = time.perf_counter() - started
+    return DiscoveryResult(float(puzzle.epsilon), users, vocab, true_counts, found, seconds)
