@@ -1,0 +1,240 @@
+"""What an attack reports: its success rate with a confidence interval, its cost, and its bound.
+
+Every attack returns an :class:`AttackReport` per target: how often it succeeded (with an exact
+Clopper–Pearson interval, so a reader can tell a measured 0.62 over 400 trials from one over 20),
+the questions it asked and had refused, the privacy loss those answers cost, and — where DP
+gives one — the bound no attacker can beat. :func:`render` prints reports side by side with rich;
+:meth:`AttackReport.to_dict` is the JSON the CLI's ``--json`` prints.
+
+Example:
+    >>> rate = Rate(90, 100)
+    >>> round(rate.estimate, 2), [round(x, 3) for x in rate.interval(0.95)]
+    (0.9, [0.824, 0.951])
+    >>> best_test_bound(1.0)  # e/(1+e)
+    0.7310585786300049
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from dalenius.core.errors import ConfigurationError
+
+
+def best_test_bound(epsilon: float) -> float:
+    """``e^ε/(1+e^ε)``: the best success of any test telling two neighbours apart under ε-DP.
+
+    With a fair coin choosing between neighbouring databases, an ε-DP answer lets the best test
+    guess right with probability at most this (Kairouz, Oh & Viswanath 2015; it follows from
+    ``P[guess 1 | D1] <= e^ε P[guess 1 | D0]``).
+    """
+    if epsilon < 0:
+        raise ConfigurationError(f"epsilon must be >= 0, got {epsilon}.", fix="use epsilon=1.")
+    return 1.0 / (1.0 + math.exp(-epsilon))
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``successes`` out of ``trials``."""
+
+    successes: int
+    trials: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.successes <= self.trials:
+            raise ConfigurationError(
+                f"a rate needs 0 <= successes <= trials, got {self.successes}/{self.trials}.",
+            )
+
+    @property
+    def estimate(self) -> float:
+        """The observed share (0 when there were no trials)."""
+        return self.successes / self.trials if self.trials else 0.0
+
+    def interval(self, confidence: float = 0.95) -> tuple[float, float]:
+        """The exact Clopper–Pearson interval: it covers the true rate with at least ``confidence``.
+
+        Example:
+            >>> Rate(0, 10).interval(0.95)[0], round(Rate(0, 10).interval(0.95)[1], 4)
+            (0.0, 0.3085)
+        """
+        return clopper_pearson(self.successes, self.trials, confidence)
+
+
+def clopper_pearson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact two-sided binomial interval for ``k`` successes in ``n`` trials.
+
+    The bounds solve ``P[X >= k | p_low] = α/2`` and ``P[X <= k | p_high] = α/2`` by bisection on
+    the binomial tail (summed in log space), so no statistics library is needed.
+    """
+    if not 0 < confidence < 1:
+        raise ConfigurationError(
+            f"confidence must be in (0, 1), got {confidence}.", fix="use 0.95."
+        )
+    if n == 0:
+        return (0.0, 1.0)
+    alpha = (1 - confidence) / 2
+    low = 0.0 if k == 0 else _solve(lambda p: _upper_tail(k, n, p) - alpha)
+    high = 1.0 if k == n else _solve(lambda p: alpha - _lower_tail(k, n, p))
+    return (low, high)
+
+
+def _log_pmf(i: int, n: int, p: float) -> float:
+    return (
+        math.lgamma(n + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(n - i + 1)
+        + i * math.log(p)
+        + (n - i) * math.log1p(-p)
+    )
+
+
+def _lower_tail(k: int, n: int, p: float) -> float:
+    """``P[X <= k]`` for X ~ Binomial(n, p)."""
+    return min(1.0, math.fsum(math.exp(_log_pmf(i, n, p)) for i in range(k + 1)))
+
+
+def _upper_tail(k: int, n: int, p: float) -> float:
+    """``P[X >= k]`` for X ~ Binomial(n, p)."""
+    return min(1.0, math.fsum(math.exp(_log_pmf(i, n, p)) for i in range(k, n + 1)))
+
+
+def _solve(increasing: Any) -> float:
+    """The root in (0, 1) of an increasing function, by bisection to 1e-10."""
+    lo, hi = 1e-15, 1 - 1e-15
+    while hi - lo > 1e-10:
+        mid = (lo + hi) / 2
+        if increasing(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class AttackReport:
+    """One attack against one target.
+
+    Attributes:
+        attack: the attack's name (``differencing``, ``reconstruction``, ...).
+        target: how the target is described (``raw``, ``naive (ε=1 per query, no budget)``, ...).
+        metric: what counts as a success, in words.
+        rate: successes over trials (``None`` when the attack reports a measurement, not a rate).
+        bound: the most any attacker can achieve against this target under DP, if there is one.
+        bound_text: how the bound is computed (``e^ε/(1+e^ε)``), for the reader.
+        queries: questions answered (summed over trials).
+        refused: questions the target refused (budget exhausted, not answerable privately).
+        epsilon_spent: privacy loss of the answers (``None`` for raw: no privacy claimed); for a
+            naive target it is the loss nobody accounted for.
+        budget: the ε one analyst may spend (``None``: nothing stops the attacker).
+        details: other measurements, by name (printed below the table, in the JSON as is).
+        confidence: of the interval.
+    """
+
+    attack: str
+    target: str
+    metric: str
+    rate: Rate | None
+    bound: float | None = None
+    bound_text: str = ""
+    queries: int = 0
+    refused: int = 0
+    epsilon_spent: Fraction | None = None
+    budget: Fraction | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    confidence: float = 0.95
+
+    @property
+    def within_bound(self) -> bool | None:
+        """Whether the interval is consistent with the bound (its low end does not exceed it)."""
+        if self.bound is None or self.rate is None:
+            return None
+        return self.rate.interval(self.confidence)[0] <= self.bound
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (fractions as ``"p/q"`` strings beside their float)."""
+        doc: dict[str, Any] = {
+            "attack": self.attack,
+            "target": self.target,
+            "metric": self.metric,
+            "queries": self.queries,
+            "refused": self.refused,
+            "epsilon_spent": _fraction(self.epsilon_spent),
+            "budget": _fraction(self.budget),
+            "confidence": self.confidence,
+            "details": dict(self.details),
+        }
+        if self.rate is not None:
+            low, high = self.rate.interval(self.confidence)
+            doc["success"] = {
+                "successes": self.rate.successes,
+                "trials": self.rate.trials,
+                "rate": self.rate.estimate,
+                "low": low,
+                "high": high,
+            }
+        if self.bound is not None:
+            doc["bound"] = {"value": self.bound, "formula": self.bound_text}
+            doc["within_bound"] = self.within_bound
+        return doc
+
+
+def _fraction(value: Fraction | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {"value": float(value), "exact": f"{value.numerator}/{value.denominator}"}
+
+
+def _spent(report: AttackReport) -> str:
+    if report.epsilon_spent is None:
+        return "— (exact answers)"
+    text = f"{float(report.epsilon_spent):.4g}"
+    if report.budget is None:
+        return text + " (unaccounted)"
+    return text + f" of {float(report.budget):.4g}"
+
+
+def render(reports: Sequence[AttackReport], console: Console | None = None) -> None:
+    """Print reports side by side: success with its interval, the bound, queries, ε spent."""
+    if not reports:
+        return
+    out = console or Console()
+    first = reports[0]
+    pct = round(first.confidence * 100)
+    table = Table(title=f"{first.attack} attack — success: {first.metric}", title_justify="left")
+    table.add_column("target")
+    table.add_column(f"success ({pct}% CI)", justify="right")
+    table.add_column("DP bound", justify="right")
+    table.add_column("questions", justify="right")
+    table.add_column("refused", justify="right")
+    table.add_column("ε spent", justify="right")
+    for report in reports:
+        if report.rate is None:
+            success = "—"
+        else:
+            low, high = report.rate.interval(report.confidence)
+            success = (
+                f"{report.rate.estimate:.1%} [{low:.1%}, {high:.1%}] "
+                f"({report.rate.successes}/{report.rate.trials})"
+            )
+        bound = "none" if report.bound is None else f"≤ {report.bound:.1%} ({report.bound_text})"
+        table.add_row(
+            report.target,
+            success,
+            bound,
+            f"{report.queries:,}",
+            f"{report.refused:,}",
+            _spent(report),
+        )
+    out.print(table)
+    for report in reports:
+        for name, value in report.details.items():
+            shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+            out.print(f"  [dim]{report.target}[/dim] {name}: {shown}")
