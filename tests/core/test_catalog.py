@@ -17,6 +17,14 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def edited(old: str, new: str, table: str) -> str:
+    """The GOOD catalog with one edit (a renamed table renames its columns section too)."""
+    text = GOOD.replace(old, new)
+    if old.startswith("[tables.people]"):
+        text = text.replace("[tables.people.columns]", f"[tables.{table}.columns]")
+    return text
+
+
 GOOD = """
 [dataset]
 name = "survey"
@@ -105,10 +113,7 @@ def test_dataset_name_defaults_to_file_stem(tmp_path: Path) -> None:
 def test_validation_errors_name_file_table_column(
     tmp_path: Path, old: str, new: str, table: str, column: str | None, fragment: str
 ) -> None:
-    text = GOOD.replace(old, new)
-    if old.startswith("[tables.people]"):
-        text = text.replace("[tables.people.columns]", f"[tables.{table}.columns]")
-    path = write(tmp_path, text)
+    path = write(tmp_path, edited(old, new, table))
     with pytest.raises(CatalogError) as info:
         load_catalog(path)
     err = info.value

@@ -18,6 +18,18 @@ and must not be derived by looking at the data. Example::
 
 Relative source paths are read relative to the catalog file. Every validation error names the
 file, the table and the column, says what is wrong and how to fix it.
+
+The same document can be built in Python (:meth:`Catalog.from_dict`), where a table's source may
+also be data already in memory — a pandas, Polars or Arrow table or a DuckDB relation — which the
+embedded DuckDB engine reads in place (see :mod:`dalenius.core.frames`)::
+
+    catalog = Catalog.from_dict({
+        "dataset": {"name": "adult"},
+        "tables": {"adult": {"source": frame, "privacy_unit": "row",
+                             "columns": {"age": {"type": "int", "bounds": [17, 90]}}}},
+    })
+
+It goes through the same validation, with the same messages (the file is named ``<python>``).
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.core.errors import CatalogError
+from dalenius.core.frames import FRAME_KIND, ONE_SHOT, frame_label, frame_type, is_frame
 from dalenius.core.unit import IdUnit, PrivacyUnit, RowUnit
 
 COLUMN_TYPES = ("int", "float", "str", "bool", "date")
@@ -40,14 +53,15 @@ COLUMN_TYPES = ("int", "float", "str", "bool", "date")
 
 NUMERIC_TYPES = ("int", "float")
 
-SOURCE_KINDS = ("csv", "parquet", "duckdb", "postgres", "spark")
-"""Kinds of data source; ``postgres`` and ``spark`` need their extras installed."""
+SOURCE_KINDS = ("csv", "parquet", "duckdb", "postgres", "spark", FRAME_KIND)
+"""Kinds of data source; ``postgres`` and ``spark`` need their extras installed; ``frame`` (data in
+memory) can be given from Python only."""
 
 ENGINES = ("duckdb", "postgres", "spark")
 """Engines that can compute a catalog's exact aggregates (``postgres`` and ``spark`` are extras)."""
 
 ENGINE_SOURCES = {
-    "duckdb": ("csv", "parquet", "duckdb"),
+    "duckdb": ("csv", "parquet", "duckdb", FRAME_KIND),
     "postgres": ("postgres",),
     "spark": ("csv", "parquet", "spark"),
 }
@@ -98,12 +112,15 @@ class Source:
         location: a file path or glob (csv, parquet, duckdb), a connection string (postgres), or a
             path or table name (spark).
         table: the table inside a database source, or ``None`` for files.
+        frame: the in-memory data of a ``frame`` source (its ``location`` is then a label naming
+            the frame's type and a registration id, which is also its data version).
     """
 
     kind: str
     location: str
     table: str | None = None
     options: tuple[tuple[str, str], ...] = ()
+    frame: Any = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -160,6 +177,53 @@ class Catalog:
     def table_names(self) -> tuple[str, ...]:
         """Names of the registered tables, in catalog order."""
         return tuple(t.name for t in self.tables)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], *, base_dir: str | Path | None = None) -> Catalog:
+        """Build a catalog in Python: the same document as the TOML file, the same validation.
+
+        ``doc`` has the TOML file's shape (``{"dataset": {...}, "tables": {NAME: {...}}}``). A
+        table's ``source`` may also be an in-memory table — a pandas or Polars DataFrame, an Arrow
+        table or a DuckDB relation — or ``{"frame": obj}``; the columns, privacy unit, bounds and
+        keys must be declared as for a file. Relative file paths are read from ``base_dir`` (the
+        working directory by default).
+
+        Raises:
+            CatalogError: naming ``<python>``, the table and the column of the first problem.
+
+        Example:
+            >>> import pandas as pd
+            >>> cat = Catalog.from_dict({"tables": {"t": {
+            ...     "source": pd.DataFrame({"x": [1, 2]}), "privacy_unit": "row",
+            ...     "columns": {"x": {"type": "int", "bounds": [0, 9]}}}}})
+            >>> cat.tables[0].source.kind, cat.name
+            ('frame', 'dataset')
+        """
+        if not isinstance(doc, Mapping):
+            raise CatalogError(
+                f"a catalog must be a mapping; got {type(doc).__name__}.",
+                file=PYTHON_FILE,
+                fix='pass {"dataset": {"name": ...}, "tables": {"NAME": {...}}}.',
+            )
+        base = Path(base_dir) if base_dir is not None else Path.cwd()
+        return _Validator(PYTHON_FILE, base.resolve()).catalog(_plain(doc))
+
+
+PYTHON_FILE = "<python>"
+"""The file name errors give for a catalog built with :meth:`Catalog.from_dict`."""
+
+_UNNAMED_FILES = ("<catalog>", PYTHON_FILE)
+
+
+def _plain(doc: Any) -> Any:
+    """Copy nested mappings and sequences into dicts and lists, leaving in-memory tables as they are."""
+    if is_frame(doc):
+        return doc
+    if isinstance(doc, Mapping):
+        return {str(k) if not isinstance(k, str) else k: _plain(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [_plain(v) for v in doc]
+    return doc
 
 
 def load_catalog(path: str | Path) -> Catalog:
@@ -223,7 +287,9 @@ class _Validator:
         dataset = doc.get("dataset", {})
         if not isinstance(dataset, dict):
             raise self.error("[dataset] must be a table.", fix='write [dataset] then name = "..."')
-        name = dataset.get("name", Path(self.file).stem if self.file != "<catalog>" else "dataset")
+        name = dataset.get(
+            "name", Path(self.file).stem if self.file not in _UNNAMED_FILES else "dataset"
+        )
         if not isinstance(name, str) or not name.strip():
             raise self.error("[dataset] name must be a non-empty string.")
         description = dataset.get("description", "")
@@ -261,7 +327,7 @@ class _Validator:
         return Catalog(
             name=name.strip(),
             tables=tuple(tables),
-            path=Path(self.file) if self.file != "<catalog>" else None,
+            path=Path(self.file) if self.file not in _UNNAMED_FILES else None,
             description=description,
             engine=engine_name,
             constant_time=constant_time,
@@ -296,7 +362,7 @@ class _Validator:
         if raw is not None and (not isinstance(raw, str) or not raw):
             raise self.error("[dataset] deadlines must be a file path.")
         if raw is None:
-            if not constant_time or self.file == "<catalog>":
+            if not constant_time or self.file in _UNNAMED_FILES:
                 return None
             return Path(self.file).with_suffix(".deadlines.toml").resolve()
         path = Path(raw).expanduser()
@@ -387,6 +453,8 @@ class _Validator:
             raise self.error(
                 "the table has no source.", table=table, fix=f"add a line such as {example}."
             )
+        if is_frame(doc):
+            doc = {FRAME_KIND: doc}
         if not isinstance(doc, dict):
             raise self.error(
                 "source must be an inline table.", table=table, fix=f"write {example}."
@@ -400,6 +468,8 @@ class _Validator:
             )
         kind = kinds[0]
         location = doc[kind]
+        if kind == FRAME_KIND:
+            return self.frame_source(table, doc)
         if not isinstance(location, str) or not location:
             raise self.error(f"source {kind} must be a non-empty string.", table=table)
         allowed = {kind, "table", "options"}
@@ -424,6 +494,31 @@ class _Validator:
         if kind in {"csv", "parquet", "duckdb"}:
             location = self.resolve_path(table, kind, location)
         return Source(kind=kind, location=location, table=inner, options=options)
+
+    def frame_source(self, table: str, doc: dict[str, Any]) -> Source:
+        """An in-memory table given from Python (never from a TOML file, which cannot hold one)."""
+        frame = doc[FRAME_KIND]
+        if not is_frame(frame):
+            where = "a catalog file" if self.file != PYTHON_FILE else "Python"
+            raise self.error(
+                f"a frame source must be a pandas or Polars DataFrame, an Arrow table or a DuckDB "
+                f"relation; got {type(frame).__name__} from {where}.",
+                table=table,
+                fix="build the catalog in Python with Catalog.from_dict and pass the data itself, "
+                'e.g. "source": df; a file is source = { csv = "data.csv" }.',
+            )
+        label = frame_type(frame)
+        if label in ONE_SHOT:
+            call = ".collect()" if label == "Polars LazyFrame" else ".read_all()"
+            raise self.error(
+                f"a {label} can be read only once, and a table is scanned by every query.",
+                table=table,
+                fix=f"pass the data itself: call {call} on it first.",
+            )
+        unknown = set(doc) - {FRAME_KIND}
+        if unknown:
+            raise self.error(f"unknown source key(s) {sorted(unknown)}.", table=table)
+        return Source(kind=FRAME_KIND, location=frame_label(frame), frame=frame)
 
     def resolve_path(self, table: str, kind: str, location: str) -> str:
         path = Path(location).expanduser()

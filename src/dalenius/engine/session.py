@@ -725,7 +725,7 @@ class Session:
 
 
 def connect(
-    catalog: str | Path | Catalog,
+    catalog: str | Path | Catalog | Mapping[str, Any],
     budget: Any = None,
     *,
     ledger: str | Ledger | None = None,
@@ -736,7 +736,9 @@ def connect(
     """Open a session on a catalog.
 
     Args:
-        catalog: path of the custodian's catalog TOML file, or a loaded :class:`Catalog`.
+        catalog: path of the custodian's catalog TOML file, a :class:`Catalog`, or the same
+            document as a Python mapping (:meth:`Catalog.from_dict`), whose tables may be pandas,
+            Polars or Arrow tables or DuckDB relations already in memory.
         budget: the analyst's total loss on this dataset: a number (ε, pure DP) or a loss such as
             ``ApproxDP(1, 1e-5)`` (needed for GROUP BY keys without public lists, which spend δ).
             Required with a new ledger; with a ledger that already holds a budget for this
@@ -751,8 +753,19 @@ def connect(
 
         session = dalenius.connect("dalenius-demo/census.toml", budget=1.0)
         print(session.query("SELECT COUNT(*) FROM people WHERE age >= 40", epsilon=0.1))
+
+    Or over a DataFrame in memory, declared as a file would be::
+
+        session = dalenius.connect({"tables": {"people": {
+            "source": df, "privacy_unit": "row",
+            "columns": {"age": {"type": "int", "bounds": [0, 100]}}}}}, budget=1.0)
     """
-    cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    if isinstance(catalog, Catalog):
+        cat = catalog
+    elif isinstance(catalog, Mapping):
+        cat = Catalog.from_dict(catalog)
+    else:
+        cat = load_catalog(catalog)
     book = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)
     existing = book.get_budget(analyst, cat.name)
     if budget is not None:

@@ -1,5 +1,10 @@
 """The embedded default executor: DuckDB, in process, over CSV, Parquet or DuckDB files.
 
+In-memory tables (``frame`` sources built in Python: pandas, Polars, Arrow, DuckDB relations) are
+registered with the connection and scanned in place: pandas columns and Arrow buffers are read
+without a copy (Polars through its Arrow view). A DuckDB relation is a query on another
+connection, so it is run once and its result kept as an Arrow table.
+
 Each catalog table becomes a relation named after it, exposing only the declared columns, each
 converted to its declared type with ``TRY_CAST`` (a malformed value becomes NULL rather than an
 error, so no query can fail because of one row's content). CSV files are loaded into memory once, on
@@ -25,6 +30,7 @@ import duckdb
 
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.errors import CatalogError, ExecutionError
+from dalenius.core.frames import FRAME_KIND, frame_type
 from dalenius.core.rng import system_random
 from dalenius.core.unit import IdUnit
 from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
@@ -80,6 +86,7 @@ class DuckDBExecutor(Executor):
         self._running: int | None = None
         self._loaded: set[str] = set()
         self._attached: dict[str, str] = {}
+        self._frames: dict[str, str] = {}
         self._skipped: dict[str, int] = {}
         for table in catalog.tables:
             self._check_columns(table)
@@ -129,7 +136,9 @@ class DuckDBExecutor(Executor):
                     timer.cancel()
 
     def data_version(self, table: Table) -> str:
-        """Fingerprint of the table's files."""
+        """Fingerprint of the table's files (an in-memory table: its registration id)."""
+        if table.source.kind == FRAME_KIND:
+            return table.source.location
         return files_fingerprint(glob.glob(table.source.location) or [table.source.location])
 
     def close(self) -> None:
@@ -146,6 +155,8 @@ class DuckDBExecutor(Executor):
             return csv_reader(location, csv_header(table))
         if source.kind == "parquet":
             return f"read_parquet('{location}')"
+        if source.kind == FRAME_KIND:
+            return self._register_frame(table)
         if source.kind == "duckdb":
             alias = self._attached.get(source.location)
             if alias is None:
@@ -166,6 +177,15 @@ class DuckDBExecutor(Executor):
             table=table.name,
             fix=f"run this catalog with the {source.kind} executor (engine = '{source.kind}').",
         )
+
+    def _register_frame(self, table: Table) -> str:
+        """Register ``table``'s in-memory data with the connection, once; its relation name."""
+        name = self._frames.get(table.name)
+        if name is None:
+            name = f"__frame_{len(self._frames)}"
+            self._con.register(name, _scannable(table.source.frame))
+            self._frames[table.name] = name
+        return f'"{name}"'
 
     def skipped_rows(self, table: Table) -> int:
         """How many malformed lines of ``table``'s CSV file were skipped (for the custodian only).
@@ -344,6 +364,22 @@ def csv_reader(location: str, header: list[str]) -> str:
         "rejects_scan = '__dalenius_reject_scans'"
     )
     return f"read_csv('{location}', {options})"
+
+
+def _scannable(frame: object) -> object:
+    """What DuckDB's ``register`` scans in place for an in-memory table (see the module doc)."""
+    label = frame_type(frame)
+    if label == "Polars DataFrame":
+        return frame.to_arrow()  # type: ignore[attr-defined]  # zero-copy for most types
+    if label == "Arrow record batch":
+        import pyarrow as pa
+
+        return pa.Table.from_batches([frame])
+    if label == "DuckDB relation":
+        # to_arrow_table (DuckDB >= 1.4), else fetch_arrow_table (older releases).
+        to_table = getattr(frame, "to_arrow_table", None) or frame.fetch_arrow_table  # type: ignore[attr-defined]
+        return to_table()
+    return frame
 
 
 def _escaped(name: str) -> str:
