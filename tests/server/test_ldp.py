@@ -337,3 +337,56 @@ def test_cli_reads_estimates_from_a_running_gateway(
         assert "No collection named 'nope'" in capsys.readouterr().err
     finally:
         live.stop()
+
+
+def test_sequence_fragment_puzzles_discover_words_through_the_gateway(site: Site) -> None:
+    body = {
+        "name": "words",
+        "protocol": "sfp",
+        "epsilon": 8,
+        "alphabet": "abcd",
+        "length": 4,
+        "tag_bits": 4,
+        "hashes": 16,
+        "width": 64,
+        "fragment_hashes": 4,
+        "fragment_width": 64,
+    }
+    made = site.client.post("/v1/ldp/collections", json=body, headers=site.as_(site.curator))
+    assert made.status_code == 201, made.text
+    key, params = made.json()["submission_key"], made.json()["parameters"]
+    assert params["positions"] == 2 and params["epsilon_per_report"] <= 8
+    from dalenius.ldp.sfp import FragmentPuzzles
+
+    # a device rebuilds the deployment from the public parameters (the salt included)
+    device = FragmentPuzzles(
+        epsilon=8,
+        alphabet="abcd",
+        length=4,
+        tag_bits=4,
+        hashes=16,
+        width=64,
+        fragment_hashes=4,
+        fragment_width=64,
+        salt=bytes.fromhex(params["salt"]),
+    )
+    words = ["abba"] * 500 + ["cad"] * 400 + ["dcba", "bc", "ddd", "a"] * 25
+    reports = [
+        {"client": f"d{i}", "report_id": "1", "report": device.encode(w)}
+        for i, w in enumerate(words)
+    ]
+    for start in range(0, len(reports), 250):  # batches within the request-size limit
+        assert submit(site.client, "words", key, reports[start : start + 250]).status_code == 200
+    bad = dict(reports[0], client="x", report=dict(reports[0]["report"], position=2))
+    refused = submit(site.client, "words", key, [bad])
+    assert refused.status_code == 400 and "position" in refused.text
+    est = site.client.get("/v1/ldp/collections/words/estimates", headers=site.as_(site.analyst))
+    assert est.status_code == 200, est.text
+    body = est.json()
+    assert body["reports"] == 1000 and body["candidates"] >= 2
+    found = {r["value"]: r for r in body["rows"]}
+    assert {"abba", "cad"} <= set(found)  # margins of about 5 standard deviations per fragment
+    for word, truth in (("abba", 500), ("cad", 400)):
+        row = found[word]
+        assert row["lower"] <= row["estimate"] <= row["upper"]
+        assert abs(row["estimate"] - truth) <= 5 * row["stderr"]

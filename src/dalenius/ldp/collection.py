@@ -33,9 +33,20 @@ from dalenius.ldp.microsoft import DBitFlip, OneBitMean
 from dalenius.ldp.numeric import DuchiMean, PiecewiseMean
 from dalenius.ldp.rappor import RapporParams, bit_counts, bit_estimates
 from dalenius.ldp.rappor import check_reports as check_rappor
+from dalenius.ldp.sfp import FragmentPuzzles, PuzzleReports
 
 FREQUENCY = tuple(FACTORIES)
-PROTOCOLS = (*FREQUENCY, "rappor", "cms", "hcms", "dbitflip", "1bitmean", "duchi", "piecewise")
+PROTOCOLS = (
+    *FREQUENCY,
+    "rappor",
+    "cms",
+    "hcms",
+    "sfp",
+    "dbitflip",
+    "1bitmean",
+    "duchi",
+    "piecewise",
+)
 """Every protocol a collection can use."""
 MEMOISED = ("rappor", "1bitmean", "dbitflip")
 _COMMON = frozenset({"protocol", "epsilon", "client_cap"})
@@ -44,6 +55,19 @@ ALLOWED: dict[str, frozenset[str]] = {
     "rappor": frozenset({"candidates", "bits", "hashes", "cohorts", "f", "p", "q"}),
     "cms": frozenset({"candidates", "hashes", "width", "salt"}),
     "hcms": frozenset({"candidates", "hashes", "width", "salt"}),
+    "sfp": frozenset(
+        {
+            "alphabet",
+            "length",
+            "tag_bits",
+            "hashes",
+            "width",
+            "fragment_hashes",
+            "fragment_width",
+            "word_share",
+            "salt",
+        }
+    ),
     "dbitflip": frozenset({"domain", "bits"}),
     "1bitmean": frozenset({"bound", "points"}),
     "duchi": frozenset({"lower", "upper"}),
@@ -94,7 +118,8 @@ class CollectionSpec:
 
     Settings (JSON object): ``protocol``; ``epsilon`` (> 0); ``domain`` (list of value labels) for
     the frequency oracles and ``dbitflip``; ``candidates`` for ``rappor``, ``cms`` and ``hcms``;
-    ``bound`` for ``1bitmean``; ``lower``/``upper`` for ``duchi`` and ``piecewise``; and the
+    ``alphabet``, ``length``, ``tag_bits`` and the sketches' sizes for ``sfp`` (sequence-fragment
+    puzzles: no value list, frequent words are discovered); ``bound`` for ``1bitmean``; ``lower``/``upper`` for ``duchi`` and ``piecewise``; and the
     protocol's own parameters (``bits``, ``hashes``, ``cohorts``, ``f``, ``p``, ``q`` for RAPPOR;
     ``hashes``, ``width`` for the sketches; ``bits`` for dBitFlip; ``points`` for 1BitMean).
 
@@ -158,20 +183,31 @@ class CollectionSpec:
             self.per_report = self.rappor.epsilon_one
         elif p in ("cms", "hcms"):
             self.labels = _labels(s, "candidates")
-            salt = s.get("salt")
-            if salt is None:
-                salt = os.urandom(32).hex()
-                self.settings["salt"] = salt
-            if not isinstance(salt, str) or len(salt) != 64:
-                raise _fail("salt must be 64 hexadecimal characters.")
             self.sketch = CountMeanSketch(
                 epsilon=eps,
                 hashes=_int(s.get("hashes", 64), "hashes"),
                 width=_int(s.get("width", 1024), "width"),
                 hadamard=p == "hcms",
-                salt=bytes.fromhex(salt),
+                salt=self._salt(),
             )
             self.per_report = self.sketch.epsilon
+        elif p == "sfp":
+            alphabet = s.get("alphabet", "abcdefghijklmnopqrstuvwxyz")
+            if not isinstance(alphabet, str):
+                raise _fail("alphabet must be a string of the characters words may use.")
+            self.puzzle = FragmentPuzzles(
+                epsilon=eps,
+                word_share=s.get("word_share", Fraction(1, 2)),
+                alphabet=alphabet,
+                length=_int(s.get("length", 8), "length"),
+                tag_bits=_int(s.get("tag_bits", 8), "tag_bits"),
+                hashes=_int(s.get("hashes", 64), "hashes"),
+                width=_int(s.get("width", 1024), "width"),
+                fragment_hashes=_int(s.get("fragment_hashes", 16), "fragment_hashes"),
+                fragment_width=_int(s.get("fragment_width", 1024), "fragment_width"),
+                salt=self._salt(),
+            )
+            self.per_report = self.puzzle.epsilon
         elif p == "1bitmean":
             bound = s.get("bound")
             if isinstance(bound, bool) or not isinstance(bound, int | float):
@@ -191,6 +227,19 @@ class CollectionSpec:
                 raise _fail(f"{p} needs numeric lower < upper bounds of the values.")
             self.mean = DuchiMean(epsilon=eps) if p == "duchi" else PiecewiseMean(epsilon=eps)
             self.per_report = self.mean.epsilon
+
+    def _salt(self) -> bytes:
+        """The deployment's hash salt from the settings, drawn from the OS (and kept) if absent."""
+        salt = self.settings.get("salt")
+        if salt is None:
+            salt = os.urandom(32).hex()
+            self.settings["salt"] = salt
+        if not isinstance(salt, str) or len(salt) != 64:
+            raise _fail("salt must be 64 hexadecimal characters.")
+        try:
+            return bytes.fromhex(salt)
+        except ValueError:
+            raise _fail("salt must be 64 hexadecimal characters.") from None
 
     @property
     def memoised(self) -> bool:
@@ -215,6 +264,8 @@ class CollectionSpec:
             out.update(
                 hashes=self.sketch.hashes, width=self.sketch.width, salt=self.settings["salt"]
             )
+        elif p == "sfp":
+            out.update(self.puzzle.describe(), salt=self.settings["salt"])
         elif p == "dbitflip":
             out.update(bits=self.dbit.bits, buckets=self.dbit.buckets)
         elif p == "1bitmean":
@@ -244,7 +295,21 @@ class CollectionSpec:
             check_rappor([_int(report["cohort"], "cohort")], [bits], self.rappor)
             return {"cohort": report["cohort"], "bits": bits}
         if p in ("cms", "hcms"):
-            return self._validate_sketch(report)
+            return self._validate_sketch(report, self.sketch)
+        if p == "sfp":
+            if not isinstance(report, dict) or set(report) != {"word", "position", "fragment"}:
+                raise _fail(
+                    'an sfp report is {"word": {"row", "column", "sign"}, "position": l, '
+                    '"fragment": {"row", "column", "sign"}}.'
+                )
+            position = _int(report["position"], "position")
+            if not 0 <= position < self.puzzle.positions:
+                raise _fail(f"position must be in 0..{self.puzzle.positions - 1}.")
+            return {
+                "word": self._validate_sketch(report["word"], self.puzzle.word),
+                "position": position,
+                "fragment": self._validate_sketch(report["fragment"], self.puzzle.fragment),
+            }
         if p == "dbitflip":
             if not isinstance(report, dict) or set(report) != {"buckets", "bits"}:
                 raise _fail('a dbitflip report is {"buckets": [...], "bits": [...]}.')
@@ -269,8 +334,8 @@ class CollectionSpec:
             raise _fail(f"a duchi report is exactly ±{bound:.17g}.")
         return float(report)
 
-    def _validate_sketch(self, report: Any) -> Any:
-        sk = self.sketch
+    @staticmethod
+    def _validate_sketch(report: Any, sk: CountMeanSketch) -> Any:
         if sk.hadamard:
             if not isinstance(report, dict) or set(report) != {"row", "column", "sign"}:
                 raise _fail('an hcms report is {"row": j, "column": l, "sign": ±1}.')
@@ -340,20 +405,26 @@ class CollectionSpec:
             return self._estimate_rappor(reports, confidence)
         if p in ("cms", "hcms"):
             sk = self.sketch
-            rows = np.asarray([r["row"] for r in reports], dtype=np.int64)
-            if sk.hadamard:
-                cols = np.asarray([r["column"] for r in reports], dtype=np.int64)
-                signs = np.asarray([r["sign"] for r in reports], dtype=np.int8)
-            else:
-                cols = np.zeros(n, dtype=np.int64)
-                signs = np.asarray([r["signs"] for r in reports], dtype=np.int8).reshape(
-                    n, sk.width
-                )
-            est = sk.estimate(sk.sketch(rows, cols, signs), n, self.labels, confidence)
+            est = sk.estimate(sk.sketch(*_sketch_arrays(reports, sk)), n, self.labels, confidence)
             return _rows(
                 self.labels, est.counts, est.half_width, np.sqrt(est.variance), n, confidence
             )
+        if p == "sfp":
+            return self._estimate_sfp(reports, confidence)
         return self._estimate_mean(reports, confidence)
+
+    def _estimate_sfp(self, reports: Sequence[Any], confidence: float) -> dict[str, Any]:
+        puzzle, n = self.puzzle, len(reports)
+        arrays = PuzzleReports(
+            _sketch_arrays([r["word"] for r in reports], puzzle.word),
+            np.asarray([r["position"] for r in reports], dtype=np.int64).reshape(n),
+            _sketch_arrays([r["fragment"] for r in reports], puzzle.fragment),
+        )
+        found = puzzle.discover(puzzle.aggregate(arrays), confidence=confidence)
+        out = _rows(found.words, found.counts, found.half_width, found.stderr, n, confidence)
+        out["candidates"] = found.candidates
+        out["fragments_kept"] = found.fragments_kept
+        return out
 
     def _estimate_rappor(self, reports: Sequence[Any], confidence: float) -> dict[str, Any]:
         from dalenius.ldp.rappor_decode import decode
@@ -412,6 +483,22 @@ def _z(confidence: float) -> float:
     from dalenius.ldp._base import z_for
 
     return z_for(confidence)
+
+
+def _sketch_arrays(
+    reports: Sequence[Any], sk: CountMeanSketch
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Validated sketch reports (JSON form) as the arrays :meth:`CountMeanSketch.sketch` takes."""
+    n = len(reports)
+    rows = np.asarray([r["row"] for r in reports], dtype=np.int64).reshape(n)
+    signs: np.ndarray[Any, Any]
+    if sk.hadamard:
+        cols = np.asarray([r["column"] for r in reports], dtype=np.int64).reshape(n)
+        signs = np.asarray([r["sign"] for r in reports], dtype=np.int8).reshape(n)
+    else:
+        cols = np.zeros(n, dtype=np.int64)
+        signs = np.asarray([r["signs"] for r in reports], dtype=np.int8).reshape(n, sk.width)
+    return rows, cols, signs
 
 
 def _as_int_array(report: Any, protocol: str) -> np.ndarray[Any, Any]:

@@ -58,8 +58,12 @@ from dalenius.ldp.apple import CountMeanSketch
 
 PAD = "\x00"
 """Pads words to whole fragments; never part of an alphabet."""
-MAX_FRAGMENT_VALUES = 1 << 22
+MAX_FRAGMENT_VALUES = 1 << 20
 """The most ``tag ‖ fragment`` values the server enumerates at each position."""
+
+_TABLES: dict[tuple[bytes, int, int, str, int], npt.NDArray[np.int64]] = {}
+"""Hashes of every fragment value for recent fragment families: a server estimates each
+collection again and again, and hashing ``2^tag_bits·(|alphabet|+1)²`` values takes seconds."""
 
 Arrays = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int8]]
 
@@ -220,7 +224,6 @@ class FragmentPuzzles:
             salt=_derive(self.salt, b"fragment"),
         )
         self._tag_salt = _derive(self.salt, b"tag")
-        self._fragment_buckets: npt.NDArray[np.int64] | None = None
 
     # -- privacy ----------------------------------------------------------------------------
 
@@ -357,11 +360,17 @@ class FragmentPuzzles:
 
         Counts are among the clients who sent that position (about ``n/P`` of them).
         """
-        if self._fragment_buckets is None:
-            self._fragment_buckets = self.fragment.hash_rows(self._fragment_values())
         k, m = self.fragment.hashes, self.fragment.width
+        key = (self.fragment.salt, k, m, self.symbols, self.tag_bits)
+        buckets = _TABLES.get(key)
+        if buckets is None:
+            buckets = self.fragment.hash_rows(self._fragment_values())
+            buckets.flags.writeable = False
+            while len(_TABLES) >= 8:
+                _TABLES.pop(next(iter(_TABLES)))
+            _TABLES[key] = buckets
         sketch = sketches.fragments[position]
-        raw = sketch[np.arange(k)[:, None], self._fragment_buckets].mean(axis=0)
+        raw = sketch[np.arange(k)[:, None], buckets].mean(axis=0)
         counts: npt.NDArray[np.float64] = m / (m - 1) * (raw - sketches.per_position[position] / m)
         return counts.reshape(1 << self.tag_bits, len(self.symbols) ** 2)
 

@@ -61,6 +61,14 @@ class CollectionRequest(BaseModel):
     f: Number | None = None
     p: Number | None = None
     q: Number | None = None
+    alphabet: Annotated[str, Field(min_length=2, max_length=256, pattern=TEXT_PATTERN)] | None = (
+        None
+    )
+    length: StrictInt | None = None
+    tag_bits: StrictInt | None = None
+    fragment_hashes: StrictInt | None = None
+    fragment_width: StrictInt | None = None
+    word_share: Number | None = None
     bound: Real | None = None
     lower: Real | None = None
     upper: Real | None = None

@@ -7,7 +7,7 @@ import { barChart } from "./chart.js";
 import { clear, copy, errorAlert, fmt, fmtTime, h, pageHead, table, td } from "./ui.js";
 
 const enc = encodeURIComponent;
-const PROTOCOLS = ["olh", "grr", "oue", "sue", "blh", "hr", "rappor", "cms", "hcms", "dbitflip"];
+const PROTOCOLS = ["olh", "grr", "oue", "sue", "blh", "hr", "rappor", "cms", "hcms", "sfp", "dbitflip"];
 
 function keyBox(made) {
   return h(
@@ -34,7 +34,10 @@ function createForm(again) {
         clear(feedback);
         const list = values.value.split(",").map((v) => v.trim()).filter(Boolean);
         const field = ["rappor", "cms", "hcms"].includes(protocol.value) ? "candidates" : "domain";
-        const body = { name: name.value.trim(), protocol: protocol.value, epsilon: epsilon.value.trim(), [field]: list };
+        const body = { name: name.value.trim(), protocol: protocol.value, epsilon: epsilon.value.trim() };
+        // sequence-fragment puzzles discover words: the field holds their alphabet, not a list
+        if (protocol.value === "sfp") body.alphabet = values.value.trim();
+        else body[field] = list;
         if (protocol.value === "rappor") body.epsilon = epsilon.value.trim();
         try {
           const made = await post("/ldp/collections", body);
@@ -50,7 +53,7 @@ function createForm(again) {
       h("div", { class: "field" }, h("label", { for: "ldp-name", text: "Name" }), name),
       h("div", { class: "field" }, h("label", { for: "ldp-protocol", text: "Protocol" }), protocol),
       h("div", { class: "field" }, h("label", { for: "ldp-epsilon", text: "ε of one report" }), epsilon),
-      h("div", { class: "field" }, h("label", { for: "ldp-values", text: "Values (domain or candidates), comma-separated" }), values),
+      h("div", { class: "field" }, h("label", { for: "ldp-values", text: "Values (domain or candidates), comma-separated; for sfp, the alphabet of the words" }), values),
     ),
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Create" })),
     feedback,
