@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from dalenius.core.errors import MissingExtraError
 from dalenius.core.loss import Loss, PureDP
+from dalenius.engine.display import percent, plot_result, result_html, spent_text
 from dalenius.engine.release import Answer
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
@@ -15,7 +17,9 @@ from dalenius.releases.synthetic import SyntheticRelease
 
 if TYPE_CHECKING:
     import pandas as pd
+    import polars as pl
     import pyarrow as pa
+    from matplotlib.axes import Axes
 
 
 def loss_dict(loss: Loss) -> dict[str, Any]:
@@ -149,6 +153,28 @@ class Result:
 
         return pa.table(self._flat())
 
+    def to_polars(self) -> pl.DataFrame:
+        """A Polars DataFrame with the same columns as :meth:`to_pandas` (needs ``polars``)."""
+        try:
+            import polars as pl
+        except ImportError:
+            raise MissingExtraError("polars", "polars", "Result.to_polars()") from None
+        frame = pl.from_arrow(self.to_arrow())
+        assert isinstance(frame, pl.DataFrame)  # a Table gives a DataFrame, never a Series
+        return frame
+
+    def plot(self, column: str | None = None, *, ax: Axes | None = None) -> Axes:
+        """A bar chart of a GROUP BY answer with its error bars, as the console draws it.
+
+        ``column`` picks the aggregate (default: the first); ``ax`` draws into existing axes.
+        Needs matplotlib (``pip install 'dalenius[plot]'``); returns the matplotlib Axes.
+        """
+        return plot_result(self, column, ax=ax)
+
+    def _repr_html_(self) -> str:
+        """The notebook display: the table with intervals, the loss spent and the budget left."""
+        return result_html(self, _cell)
+
     def _flat(self) -> dict[str, list[Any]]:
         data: dict[str, list[Any]] = {}
         for i, (name, kind) in enumerate(zip(self.columns, self.kinds, strict=True)):
@@ -195,11 +221,7 @@ def format_table(result: Result) -> str:
         "  ".join("-" * w for w in widths),
     ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body]
-    pct = (
-        f"{result.confidence:.0%}"
-        if (result.confidence * 100).is_integer()
-        else f"{result.confidence:.1%}"
-    )
+    pct = percent(result.confidence)
     lines.append("")
     if not body:
         lines.append("(no groups released)")
@@ -208,12 +230,7 @@ def format_table(result: Result) -> str:
         lines.append(
             f"(rank ±r): with {pct} confidence the value's rank is within r of its target."
         )
-    if result.shared:
-        spent = f"{result.loss} (the dataset's shared answer to this query, released once)"
-    elif result.cached:
-        spent = "nothing (identical query answered from the ledger)"
-    else:
-        spent = str(result.loss)
+    spent = spent_text(result)
     lines.append(f"spent: {spent}    remaining: {result.remaining}")
     return "\n".join(lines)
 
