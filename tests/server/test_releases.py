@@ -78,3 +78,29 @@ def test_a_density_is_released_with_its_bands(demo_catalog: Path) -> None:
         client.close()
     finally:
         gateway.close()
+
+
+def test_synthetic_origin_destination_rows_are_released_and_charged(site: Site) -> None:
+    body = {
+        "table": "people",
+        "origin": "education",
+        "destination": "sex",
+        "epsilon": "0.5",
+        "prior": 5,
+    }
+    answer = site.client.post(
+        "/v1/datasets/census/onthemap", json=body, headers=site.as_(site.analyst)
+    )
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    assert doc["per_destination"] >= 1 and doc["rows"] == sum(f[2] for f in doc["flows"])
+    assert {f[1] for f in doc["flows"]} <= {"Female", "Male"}
+    assert doc["loss"]["epsilon"] == 0.5
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+    refused = site.client.post(
+        "/v1/datasets/census/onthemap",
+        json={**body, "per_destination": 10_000},
+        headers=site.as_(site.analyst),
+    )
+    assert 400 <= refused.status_code < 500 and "prior" in refused.text
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))

@@ -1,4 +1,6 @@
-"""``dalenius synthesize``: release synthetic rows of a table with MST."""
+"""``dalenius synthesize``: release synthetic rows of a table with MST, or synthetic
+origin–destination rows with OnTheMap's Multinomial–Dirichlet synthesizer (``--method onthemap``).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from dalenius.cli.common import (
 )
 from dalenius.cli.density_cmd import budget_from_args
 from dalenius.core.errors import ConfigurationError
-from dalenius.engine.session import connect
+from dalenius.engine.result import OnTheMapResult, SyntheticResult
+from dalenius.engine.session import Session, connect
 
 
 def register(sub: Any) -> None:
@@ -28,7 +31,13 @@ def register(sub: Any) -> None:
             "with (ε, δ) or zCDP; numeric columns are binned over their public bounds. The same "
             "request gives back the same rows at no cost. Example:\n"
             "  dalenius synthesize --catalog adult.toml --table adult --epsilon 1 --delta 1e-9 "
-            "--out adult-synthetic.parquet"
+            "--out adult-synthetic.parquet\n"
+            "With --method onthemap, one origin–destination table (both columns with public keys): "
+            "each destination's noisy size, then synthetic origins drawn from the posterior under "
+            "a Dirichlet prior (pure ε). Example:\n"
+            "  dalenius synthesize --method onthemap --catalog census.toml --table people "
+            "--origin state --destination education --epsilon 8 --per-destination 500 "
+            "--out flows.csv"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -39,6 +48,30 @@ def register(sub: Any) -> None:
         action="append",
         default=None,
         help="a column to synthesise (repeat; default: every column with public keys or bounds)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("mst", "onthemap"),
+        default="mst",
+        help="mst (default): every column; onthemap: one origin–destination table",
+    )
+    parser.add_argument("--origin", default=None, help="onthemap: the origin column (public keys)")
+    parser.add_argument(
+        "--destination", default=None, help="onthemap: the destination column (public keys)"
+    )
+    parser.add_argument(
+        "--prior", default=None, help="onthemap: Dirichlet pseudo-counts per origin"
+    )
+    parser.add_argument(
+        "--per-destination",
+        type=int,
+        default=None,
+        help="onthemap: at most this many synthetic rows per destination",
+    )
+    parser.add_argument(
+        "--count-epsilon",
+        default=None,
+        help="onthemap: ε for the destination sizes (default: a tenth of --epsilon)",
     )
     parser.add_argument("--bins", type=int, default=10, help="bins per numeric column (default 10)")
     parser.add_argument(
@@ -75,16 +108,20 @@ def run_synthesize(args: argparse.Namespace) -> int:
         ledger=args.ledger or default_ledger(),
         analyst=args.analyst,
     ) as session:
-        result = session.synthesize(
-            args.table,
-            args.column,
-            epsilon=args.epsilon,
-            delta=args.delta,
-            rho=args.rho,
-            bins=args.bins,
-            rows=args.rows,
-            where=args.where,
-        )
+        result: SyntheticResult | OnTheMapResult
+        if args.method == "onthemap":
+            result = _onthemap(session, args)
+        else:
+            result = session.synthesize(
+                args.table,
+                args.column,
+                epsilon=args.epsilon,
+                delta=args.delta,
+                rho=args.rho,
+                bins=args.bins,
+                rows=args.rows,
+                where=args.where,
+            )
     frame = result.to_pandas()
     if out.suffix.lower() == ".parquet":
         frame.astype(str).to_parquet(out, index=False)
@@ -96,3 +133,26 @@ def run_synthesize(args: argparse.Namespace) -> int:
         print(result)
         print(f"Wrote {out}")
     return EXIT_OK
+
+
+def _onthemap(session: Session, args: argparse.Namespace) -> OnTheMapResult:
+    if not args.origin or not args.destination:
+        raise ConfigurationError(
+            "--method onthemap needs --origin and --destination.",
+            fix="name the two columns, e.g. --origin home --destination work.",
+        )
+    if args.column or args.delta or args.rho:
+        raise ConfigurationError(
+            "--column, --delta and --rho belong to MST; the OnTheMap synthesizer is pure ε.",
+            fix="use --origin, --destination and --epsilon (with --prior or --per-destination).",
+        )
+    return session.onthemap(
+        args.table,
+        origin=args.origin,
+        destination=args.destination,
+        epsilon=args.epsilon,
+        prior=args.prior,
+        per_destination=args.per_destination,
+        count_epsilon=args.count_epsilon,
+        where=args.where,
+    )

@@ -21,6 +21,7 @@ from dalenius.core.rng import system_random
 from dalenius.ledger.base import CachedAnswer, ChargeRequest
 from dalenius.releases.density import DensityPlan, DensityRelease
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRelease
+from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRelease
 from dalenius.releases.synthetic import Measurements, SyntheticRelease, SynthPlan
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 DENSITY_FORMAT = "density-1"
 HIERARCHY_FORMAT = "hierarchy-1"
 SYNTHETIC_FORMAT = "synthetic-1"
+ONTHEMAP_FORMAT = "onthemap-1"
 SALT_LIMIT = 2**31
 
 
@@ -167,6 +169,53 @@ def run_synthetic(
 
     measured, entry_id = session.through_gate(reservation, plan.tables, work)
     return plan.synthesise(measured, seed=seed), False, entry_id
+
+
+def run_onthemap(
+    session: Session,
+    plan: OnTheMapPlan,
+    *,
+    idempotency_key: str | None,
+) -> tuple[OnTheMapRelease, bool, str]:
+    """Charge, draw and record a synthetic origin–destination release.
+
+    The record holds the synthetic counts themselves, so the same request gives back the same
+    rows at no cost.
+    """
+    versions = "|".join(session.executor.data_version(t) for t in plan.tables)
+    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{ONTHEMAP_FORMAT}".encode()).hexdigest()
+    req = plan.request
+    where = f" WHERE {req.where}" if req.where else ""
+    request = ChargeRequest(
+        principal=session.analyst,
+        dataset=session.dataset,
+        loss=plan.loss,
+        request_key=key,
+        sql=f"ONTHEMAP({req.origin} -> {req.destination}; prior={plan.prior}, "
+        f"per_destination={plan.per_destination}) FROM {req.table}{where}",
+        plan_hash=plan.fingerprint(),
+        idempotency_key=idempotency_key,
+    )
+    outcome = session.ledger.reserve(request)
+    if isinstance(outcome, CachedAnswer):
+        doc = json.loads(outcome.answer)
+        if doc.get("format") != ONTHEMAP_FORMAT:
+            raise InternalError("the ledger's record of this release has an unknown format")
+        counts = np.asarray(doc["counts"], dtype=np.int64).reshape(
+            len(plan.destinations), len(plan.origins)
+        )
+        return plan.finish(counts), True, outcome.entry_id
+    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+    statement = plan.sql(session.executor.dialect, salt).main
+    reservation = outcome
+
+    def work(fetch: Any) -> tuple[OnTheMapRelease, str]:
+        synthetic = plan.synthesise(plan.table_counts(fetch(statement)))
+        doc = {"format": ONTHEMAP_FORMAT, "counts": [int(v) for v in synthetic.reshape(-1)]}
+        return plan.finish(synthetic), session.ledger.commit(reservation, json.dumps(doc))
+
+    release, entry_id = session.through_gate(reservation, plan.tables, work)
+    return release, False, entry_id
 
 
 def audit_refusal(session: Session, text: str, exc: UserError) -> None:

@@ -13,6 +13,7 @@ from dalenius.engine.display import percent, plot_result, result_html, spent_tex
 from dalenius.engine.release import Answer
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
+from dalenius.releases.onthemap import OnTheMapRelease
 from dalenius.releases.synthetic import SyntheticRelease
 
 if TYPE_CHECKING:
@@ -383,3 +384,67 @@ class SyntheticResult:
             f"Synthetic {len(r.columns)}-column table, {r.rows} rows. Pairs kept: {pairs}.\n"
             f"Loss: {self.loss}{cached}. Remaining: {self.remaining}."
         )
+
+
+@dataclass(frozen=True)
+class OnTheMapResult:
+    """Released synthetic origin–destination rows, the loss spent and the budget left.
+
+    Attributes:
+        release: the synthetic counts per (destination, origin), the prior and sizes used
+            (:class:`~dalenius.releases.onthemap.OnTheMapRelease`).
+        loss: the loss charged (nothing new when ``cached``).
+        remaining: the budget left after it.
+        cached: the same rows, from the ledger's record of an identical earlier release.
+        entry_id: the ledger entry that records it.
+    """
+
+    release: OnTheMapRelease
+    loss: Loss
+    remaining: Loss
+    cached: bool
+    entry_id: str | None
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The synthetic microdata: one row per synthetic person."""
+        frame: pd.DataFrame = self.release.to_pandas()
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """A summary and the flows (origin, destination, count) for JSON output."""
+        r = self.release
+        flows = r.flows()
+        return {
+            "origin": r.origin,
+            "destination": r.destination,
+            "rows": r.rows,
+            "prior": str(r.prior),
+            "per_destination": r.per_destination,
+            "count_epsilon": float(r.count_epsilon),
+            "sample_epsilon": float(r.sample_epsilon),
+            "flows": [
+                [_plain(a), _plain(b), int(c)]
+                for a, b, c in zip(
+                    flows[r.origin], flows[r.destination], flows["count"], strict=True
+                )
+            ],
+            "loss": loss_dict(self.loss),
+            "remaining": loss_dict(self.remaining),
+            "cached": self.cached,
+            "entry_id": self.entry_id,
+        }
+
+    def __str__(self) -> str:
+        r = self.release
+        cached = " (the same rows, from the ledger's record, no new cost)" if self.cached else ""
+        return (
+            f"Synthetic {r.origin} -> {r.destination} table, {r.rows} rows over "
+            f"{len(r.destinations)} destinations (at most {r.per_destination} each), "
+            f"prior {float(r.prior):g} pseudo-counts per origin.\n"
+            f"Loss: {self.loss} (ε {float(r.count_epsilon):.4g} for the destination sizes, "
+            f"{float(r.sample_epsilon):.4g} for the origins){cached}. Remaining: {self.remaining}."
+        )
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)

@@ -47,8 +47,20 @@ from dalenius.core.rng import system_random
 from dalenius.engine.gate import DataGate, GatedEngine
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
-from dalenius.engine.releases import audit_refusal, run_density, run_hierarchy, run_synthetic
-from dalenius.engine.result import DensityResult, HierarchyResult, Result, SyntheticResult
+from dalenius.engine.releases import (
+    audit_refusal,
+    run_density,
+    run_hierarchy,
+    run_onthemap,
+    run_synthetic,
+)
+from dalenius.engine.result import (
+    DensityResult,
+    HierarchyResult,
+    OnTheMapResult,
+    Result,
+    SyntheticResult,
+)
 from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
@@ -66,6 +78,7 @@ from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
 from dalenius.releases.density import DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyRequest, plan_hierarchy
+from dalenius.releases.onthemap import OnTheMapRequest, plan_onthemap
 from dalenius.releases.synthetic import SynthRequest, plan_synthetic
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
@@ -482,6 +495,58 @@ class Session:
             entry_id=entry_id,
         )
 
+    def onthemap(
+        self,
+        table: str,
+        *,
+        origin: str,
+        destination: str,
+        epsilon: Any = None,
+        delta: Any = None,
+        prior: Any = None,
+        per_destination: int | None = None,
+        count_epsilon: Any = None,
+        where: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> OnTheMapResult:
+        """Release synthetic origin–destination rows with OnTheMap's Multinomial–Dirichlet
+        synthesizer (pure ε).
+
+        ``origin`` and ``destination`` are columns with public key lists. Each destination gets
+        its noisy row count (``count_epsilon``, a tenth of ε by default), at most
+        ``per_destination``, of synthetic origins drawn from the posterior under ``prior``
+        pseudo-counts per origin; give ``per_destination`` (the prior follows from ε), ``prior``
+        (the rows per destination follow), or both (checked). The same request gives back the
+        same rows at no cost. See ``docs/releases/onthemap.md``.
+        """
+        text = f"ONTHEMAP({origin} -> {destination}) FROM {table}"
+        try:
+            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
+            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
+            request = OnTheMapRequest(
+                table=table,
+                origin=origin,
+                destination=destination,
+                prior=as_fraction(prior, "prior") if prior is not None else None,
+                per_destination=_whole(per_destination, "per_destination"),
+                count_epsilon=as_fraction(count_epsilon, "count_epsilon")
+                if count_epsilon is not None
+                else None,
+                where=where,
+            )
+            plan = plan_onthemap(self.catalog, request, epsilon=eps, delta=dlt)
+        except UserError as exc:
+            audit_refusal(self, text, exc)
+            raise
+        release, cached, entry_id = run_onthemap(self, plan, idempotency_key=idempotency_key)
+        return OnTheMapResult(
+            release=release,
+            loss=plan.loss,
+            remaining=self.remaining(),
+            cached=cached,
+            entry_id=entry_id,
+        )
+
     def through_gate(
         self,
         reservation: Reservation,
@@ -799,6 +864,16 @@ def _confidence(value: float) -> float:
             fix="use 0.95 for 95% intervals.",
         )
     return float(value)
+
+
+def _whole(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(
+            f"{name} must be a whole number, got {value!r}.", fix=f"pass {name}=100, for example."
+        )
+    return value
 
 
 def _merge(name: str, given: Any, in_sql: Fraction | None, *, allow_zero: bool) -> Fraction | None:

@@ -10,6 +10,8 @@ the plan through the data gate and records it in the ledger like any query.
   least squares, then non-negative integers that add up, as in the Census TopDown algorithm).
 * :mod:`~dalenius.releases.synthetic`: synthetic microdata with MST (noisy 1- and 2-way marginals
   on a privately chosen tree, a tree model, rows sampled from it).
+* :mod:`~dalenius.releases.onthemap`: synthetic origin–destination rows with OnTheMap's
+  Multinomial–Dirichlet synthesizer (Machanavajjhala et al. 2008).
 """
 
 from dalenius.releases.density import (
@@ -25,6 +27,7 @@ from dalenius.releases.hierarchy import (
     HierarchyRequest,
     plan_hierarchy,
 )
+from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRelease, OnTheMapRequest, plan_onthemap
 from dalenius.releases.synthetic import SyntheticRelease, SynthPlan, SynthRequest, plan_synthetic
 
 __all__ = [
@@ -34,11 +37,15 @@ __all__ = [
     "HierarchyPlan",
     "HierarchyRelease",
     "HierarchyRequest",
+    "OnTheMapPlan",
+    "OnTheMapRelease",
+    "OnTheMapRequest",
     "SynthPlan",
     "SynthRequest",
     "SyntheticRelease",
     "plan_density",
     "plan_hierarchy",
+    "plan_onthemap",
     "plan_synthetic",
     "rho_for",
 ]

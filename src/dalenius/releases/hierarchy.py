@@ -32,7 +32,7 @@ import itertools
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -45,9 +45,9 @@ from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 from dalenius.core.rng import RandomSource
 from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
-from dalenius.plan.nodes import DPQuery, Measurement, Query
+from dalenius.plan.nodes import DPQuery
+from dalenius.releases._counts import keyed_counts, norm
 from dalenius.releases.density import rho_for
-from dalenius.sql.to_plan import to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 
 MAX_NODES = 20_000
@@ -238,10 +238,10 @@ class HierarchyPlan:
         """Every node's exact count from the engine's per-leaf rows (parents are sums)."""
         depth = self.tree.depth
         index = {path: i for i, path in enumerate(self.tree.paths) if len(path) == depth}
-        norm = {tuple(_norm(k) for k in path): i for path, i in index.items()}
+        normed = {tuple(norm(k) for k in path): i for path, i in index.items()}
         counts = np.zeros(len(self.tree.paths), dtype=np.int64)
         for row in rows:
-            node = norm.get(tuple(_norm(k) for k in row[:depth]))
+            node = normed.get(tuple(norm(k) for k in row[:depth]))
             if node is not None:
                 counts[node] += int(row[depth] or 0)
         totals = np.zeros_like(counts)
@@ -396,19 +396,7 @@ def plan_hierarchy(
             fix="use fewer or coarser levels.",
         )
     split = _split(request.split, len(key_lists) + 1)
-    quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in request.levels)
-    text = (
-        f'SELECT {quoted}, COUNT(*) FROM "{request.table}"'
-        + (f" WHERE {request.where}" if request.where else "")
-        + f" GROUP BY {quoted}"
-    )
-    resolved = to_query(text, catalog)
-    query: Query = replace(resolved.query, having=None, order_by=(), limit=None, offset=0)
-    rows = query.unit.max_rows
-    count = Measurement(
-        "m0", "count", None, "int", None, Fraction(0), Fraction(1), 1, rows, Fraction(1)
-    )
-    exact = DPQuery(query, (count,), (), None, PureDP(Fraction(1)))
+    exact, tables, rows = keyed_counts(catalog, request.table, request.levels, request.where)
     loss, mechanisms = _mechanisms(epsilon, delta, rho, split, rows)
     if any(isinstance(m, IntegerGaussian) and m.granularity > 1 for m in mechanisms):
         # Above σ = 3072 the sampler rounds to a coarser grid, whose sensitivity argument is a
@@ -422,7 +410,7 @@ def plan_hierarchy(
         request=request,
         tree=Tree.build(key_lists),
         exact=exact,
-        tables=resolved.tables,
+        tables=tables,
         loss=loss,
         mechanisms=mechanisms,
         max_rows=rows,
@@ -535,11 +523,3 @@ def _chernoff(
             total += weight * _log_mgf(mech, lam * top)
         best = np.minimum(best, (total + log_term) / lam)
     return best
-
-
-def _norm(key: Any) -> Any:
-    if isinstance(key, bool) or key is None:
-        return key
-    if isinstance(key, float) and key.is_integer():
-        return int(key)
-    return key

@@ -425,6 +425,27 @@ class Gateway:
         )
         return {"dataset": name, **result.to_dict()}
 
+    def onthemap(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Release synthetic origin–destination rows under the caller's budget."""
+        for part in ("epsilon", "delta", "prior", "count_epsilon"):
+            checked_number(part, getattr(request, part))
+        if request.where is not None:
+            check_sql_shape(request.where)
+        opened = self.open(caller, name)
+        result = self._session(caller, opened).onthemap(
+            request.table,
+            origin=request.origin,
+            destination=request.destination,
+            epsilon=request.epsilon,
+            delta=request.delta,
+            prior=request.prior,
+            per_destination=request.per_destination,
+            count_epsilon=request.count_epsilon,
+            where=request.where,
+            idempotency_key=request.idempotency_key,
+        )
+        return {"dataset": name, **result.to_dict()}
+
     def batch(
         self,
         caller: Caller,

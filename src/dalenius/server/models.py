@@ -557,3 +557,22 @@ class HierarchyRequest(_Request):
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
     )
+
+
+class OnTheMapRequest(_Request):
+    """Synthetic origin–destination rows (OnTheMap's Multinomial–Dirichlet synthesizer, pure ε)."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    origin: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["state"])
+    destination: str = Field(
+        min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["education"]
+    )
+    epsilon: Number | None = None
+    delta: Number | None = None
+    prior: Number | None = None
+    per_destination: int | None = Field(default=None, ge=1, le=1_000_000)
+    count_epsilon: Number | None = None
+    where: str | None = Field(default=None, max_length=20_000, pattern=TEXT_PATTERN)
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
+    )

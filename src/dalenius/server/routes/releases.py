@@ -1,4 +1,5 @@
-"""Endpoints for releases published whole: density curves and consistent hierarchical tables.
+"""Endpoints for releases published whole: density curves, consistent hierarchical tables and
+synthetic origin–destination rows.
 
 Each spends from the caller's own budget exactly as a query does (reserved, computed behind the
 same data path, recorded before the release leaves); an identical request is answered from the
@@ -48,5 +49,19 @@ async def hierarchy(
 ) -> dict[str, object]:
     """Release counts at every level of a hierarchy, consistent, non-negative and integral."""
     work = partial(gateway.hierarchy, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
+@router.post(
+    "/datasets/{name}/onthemap",
+    responses=errors(404, 409, 503),
+    operation_id="onthemap",
+)
+async def onthemap(
+    name: PathName, body: models.OnTheMapRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Release synthetic origin–destination rows (OnTheMap's Multinomial–Dirichlet synthesizer)."""
+    work = partial(gateway.onthemap, caller, name, body)
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found
