@@ -13,6 +13,7 @@ from dalenius.cli import (
     anonymity_cmd,
     budget_cmd,
     calibrate_cmd,
+    catalog_cmd,
     demo_cmd,
     density_cmd,
     hierarchy_cmd,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     hierarchy_cmd.register(sub)
     synth_cmd.register(sub)
     calibrate_cmd.register(sub)
+    catalog_cmd.register(sub)
     return parser
 
 

@@ -187,6 +187,22 @@ class DuckDBExecutor(Executor):
             self._frames[table.name] = name
         return f'"{name}"'
 
+    def source_counts(self, table: Table, columns: list[str]) -> list[int]:
+        """Non-NULL values of ``columns`` in ``table``'s source as stored, before conversion.
+
+        For the custodian's ``catalog check`` (which compares them with the converted values to
+        count what does not parse); never part of an answer.
+        """
+        counts = ", ".join(f'COUNT("{_escaped(name)}")' for name in columns)
+        with self._lock:
+            raw = self._raw_relation(table)
+            try:
+                row = self._con.execute(f"SELECT {counts} FROM {raw}").fetchone()
+            finally:
+                self._con.execute("DROP TABLE IF EXISTS __dalenius_rejects")
+                self._con.execute("DROP TABLE IF EXISTS __dalenius_reject_scans")
+        return [int(v) for v in row or ()]
+
     def skipped_rows(self, table: Table) -> int:
         """How many malformed lines of ``table``'s CSV file were skipped (for the custodian only).
 
