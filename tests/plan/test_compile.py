@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.errors import PrivacyRefusal
 from dalenius.core.loss import ApproxDP, PureDP
-from dalenius.mechanisms.partition_selection import laplace_threshold
+from dalenius.mechanisms.partition_selection import laplace_threshold, truncated_selection
 from dalenius.plan.compile import caps, to_dp
 from dalenius.plan.cost import split_equally
 from dalenius.plan.expr import BinOp, Col, Lit, Neg, Not
@@ -94,7 +94,10 @@ def test_private_keys_need_delta_and_get_a_threshold(adult: Catalog) -> None:
         Fraction(1, 10**6),
     )
     assert p.selection is not None and p.selection.shared  # COUNT(*) counts units: reused for free
-    assert p.selection.threshold == laplace_threshold(
+    calibration = truncated_selection(Fraction(1), Fraction(1, 10**6))
+    assert (p.selection.threshold, p.selection.mix) == (calibration.threshold, calibration.mix)
+    # Truncation spends δ exactly, so the threshold is below the untruncated one.
+    assert p.selection.threshold < laplace_threshold(
         Fraction(1), Fraction(1, 10**6), groups=1, max_count=1
     )
     assert p.loss == ApproxDP(Fraction(1), Fraction(1, 10**6))

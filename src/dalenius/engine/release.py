@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from dalenius.core.catalog import Key
 from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.mechanisms.partition_selection import SelectionCalibration, select_groups
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
 from dalenius.plan.expr import Col, columns
@@ -118,17 +119,21 @@ def exact_values(
 def add_noise(plan: DPQuery, exact: Exact) -> Noisy:
     """Draw all noise and make all private selections (the only step that reads exact values)."""
     noisy_all: dict[str, list[int]] = {}
+    keep = list(range(len(exact.groups)))
+    sel = plan.selection
     for m in plan.measurements:
         if m.kind == "histogram":
             continue
         mech = mechanism_for(m)
         exact_m = exact.scalars[m.name]
-        released = exact_m if mech is None else mech.release(exact_m)
+        if sel is not None and m.name == sel.measurement:
+            assert mech is not None, "a selection count always has noise"
+            calibration = SelectionCalibration(sel.threshold - 1, sel.mix, sel.delta)
+            released, mask = select_groups(exact_m, mech.scale, calibration)
+            keep = [int(i) for i in np.flatnonzero(mask)]
+        else:
+            released = exact_m if mech is None else mech.release(exact_m)
         noisy_all[m.name] = [int(v) for v in released]
-    keep = list(range(len(exact.groups)))
-    if plan.selection is not None:
-        counts = noisy_all[plan.selection.measurement]
-        keep = [i for i in keep if counts[i] >= plan.selection.threshold]
     groups = [exact.groups[i] for i in keep]
     values = {
         name: [vals[i] for i in keep]

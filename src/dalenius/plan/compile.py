@@ -13,7 +13,7 @@ Steps, in order (each visible in explain output):
 3. **Sensitivity.** Each measurement's L1 sensitivity over all groups: per-row bound times R
    (a distinct-unit count: min(R, G)).
 4. **Selection.** Groups without public keys are released only above a noisy threshold
-   calibrated to δ; the selection's noisy count is the query's ``COUNT(*)`` when that counts
+   calibrated to δ (truncated selection, spending δ exactly); the selection's noisy count is the query's ``COUNT(*)`` when that counts
    units, otherwise an extra count of distinct units.
 5. **ε split.** ε is split equally across the noisy measurements and selections (sequential
    composition); each covers all groups at once (parallel composition).
@@ -28,7 +28,7 @@ from dalenius.core.errors import InternalError, InvalidLossError, PrivacyRefusal
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.laplace import IntegerLaplace
-from dalenius.mechanisms.partition_selection import laplace_threshold
+from dalenius.mechanisms.partition_selection import truncated_selection
 from dalenius.plan.cost import split_equally
 from dalenius.plan.derive import Bounds
 from dalenius.plan.expr import Col, Expr
@@ -184,9 +184,21 @@ def _check_mechanisms(measurements: list[Measurement], statistics: list[Statisti
 def _selection(m: Measurement, delta: Fraction, builder: _Builder, query: Query) -> Selection:
     scale = IntegerLaplace(m.sensitivity_units, m.epsilon).scale
     per_group = 1 if m.distinct_unit or query.unit.kind == "aggregated" else builder.rows
-    threshold = laplace_threshold(scale, delta, groups=builder.l0, max_count=per_group)
+    calibration = truncated_selection(
+        scale,
+        delta,
+        groups=builder.l0,
+        max_count=per_group,
+        sensitivity=int(m.sensitivity_units),
+    )
     shared = m.name in builder.output_names
-    return Selection(measurement=m.name, threshold=threshold, delta=delta, shared=shared)
+    return Selection(
+        measurement=m.name,
+        threshold=calibration.threshold,
+        delta=delta,
+        shared=shared,
+        mix=calibration.mix,
+    )
 
 
 class _Builder:

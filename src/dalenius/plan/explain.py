@@ -180,12 +180,10 @@ def explain(
         scale = mech.scale * m.granularity if mech is not None else Fraction(0)
         error = error_units(m, confidence) * m.granularity
         label = m.describe(names)
-        if (
-            plan.selection is not None
-            and m.name == plan.selection.measurement
-            and not plan.selection.shared
-        ):
+        selects = plan.selection is not None and m.name == plan.selection.measurement
+        if selects and plan.selection is not None and not plan.selection.shared:
             label += " [selection]"
+        kind = "truncated discrete Laplace" if selects else "discrete Laplace"
         costs.append(
             MeasurementCost(
                 name=m.name,
@@ -194,7 +192,7 @@ def explain(
                 epsilon=m.epsilon,
                 scale=scale,
                 error=float(error),
-                mechanism="discrete Laplace" if mech is not None else "none (sensitivity 0)",
+                mechanism=kind if mech is not None else "none (sensitivity 0)",
             )
         )
     for i, stat in enumerate(plan.statistics):
@@ -230,8 +228,10 @@ def explain(
     if plan.selection is not None:
         sel = plan.selection
         notes.append(
-            f"groups are selected privately: released when noisy {sel.measurement} >= {sel.threshold} "
-            f"(a group held by one privacy unit appears with probability <= {float(sel.delta):g})"
+            f"groups are selected privately: released when noisy {sel.measurement} >= "
+            f"{sel.threshold} (per group with probability {float(sel.mix):.4g}, else >= "
+            f"{sel.threshold + 1}; noise truncated below the threshold), so that the release is "
+            f"(epsilon, {float(sel.delta):g})-DP"
         )
     if query.having is not None:
         notes.append(f"HAVING {_describe_refs(query.having, labels)} on the noisy answers (free)")

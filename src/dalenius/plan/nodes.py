@@ -394,18 +394,24 @@ class Statistic:
 class Selection:
     """Private partition selection: release a group only if its noisy count reaches a threshold.
 
+    Truncated selection (:mod:`dalenius.mechanisms.partition_selection`): each group draws, with
+    probability ``mix``, the threshold ``threshold`` and noise truncated to ``±(threshold − 1)``,
+    otherwise ``threshold + 1`` and noise truncated to ``±threshold``.
+
     Attributes:
         measurement: the noisy count used (of distinct units, or of rows for a row unit).
-        threshold: the smallest noisy count released, calibrated so that a group held by a
-            single unit appears with probability at most δ.
-        delta: the δ the threshold is calibrated to.
+        threshold: the smallest noisy count released, calibrated (with ``mix``) so that the
+            whole release is (ε, δ)-DP.
+        delta: the δ the selection is calibrated to.
         shared: whether the measurement is also an output (``COUNT(*)`` reused, at no extra cost).
+        mix: the probability a group uses ``threshold`` rather than ``threshold + 1``.
     """
 
     measurement: str
     threshold: int
     delta: Fraction
     shared: bool
+    mix: Fraction
 
 
 @dataclass(frozen=True)
