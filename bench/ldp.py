@@ -84,10 +84,10 @@ def dalenius_run(protocol: str, eps: float, values: np.ndarray, d: int) -> tuple
     oracle = make_oracle(protocol, d, eps)
     draws = SimulationDraws()
     started = time.perf_counter()
-    support = np.zeros(d, dtype=np.int64)
+    server = oracle.accumulator(values.size)
     for start in range(0, values.size, 1 << 20):
-        support += oracle.support_counts(oracle._perturb(values[start : start + (1 << 20)], draws))
-    est = oracle.estimate_from_support(support, values.size).counts
+        server.add(oracle._simulated_reports(values[start : start + (1 << 20)], draws))
+    est = oracle.estimate_from_support(server.support(), values.size).counts
     return time.perf_counter() - started, est
 
 

@@ -77,7 +77,14 @@ def test_local_hashing_collision_probability_is_exact() -> None:
 def test_local_hashing_paths_agree() -> None:
     olh = LocalHashing(300, epsilon=1)
     reports = olh.encode_many(np.arange(5000) % 300)
-    assert (olh._by_correlation(reports) == olh._by_enumeration(reports)).all()
+    enumerated = olh._by_enumeration(reports)
+    assert (olh._correlate(olh._histogram(reports)) == enumerated).all()
+    # batches add up: the histogram summed over batches, correlated once, is the same count
+    for expected in (10, 10**9):  # enumeration pays for few reports, correlation for many
+        server = olh.accumulator(expected)
+        for start in range(0, 5000, 1200):
+            server.add(reports[start : start + 1200])
+        assert server.reports == 5000 and (server.support() == enumerated).all()
 
 
 def test_helper_picks_the_smallest_variance() -> None:

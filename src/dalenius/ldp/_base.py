@@ -138,6 +138,29 @@ class FrequencyEstimate:
         return self.counts + self.half_width
 
 
+class SupportAccumulator:
+    """Adds up a server's support counts over batches of (validated) reports.
+
+    Support counts are sums over reports, so batches add up; a protocol whose counts come from a
+    cheaper additive summary (local hashing's ``(a, b, y)`` histogram) overrides
+    :meth:`FrequencyOracle.accumulator` to add summaries and convert once at the end.
+    """
+
+    def __init__(self, oracle: FrequencyOracle) -> None:
+        self.oracle = oracle
+        self.reports = 0
+        self._support = np.zeros(oracle.domain_size, dtype=np.int64)
+
+    def add(self, reports: Reports) -> None:
+        """Count one batch."""
+        self._support += self.oracle.support_counts(reports)
+        self.reports += len(reports)
+
+    def support(self) -> npt.NDArray[np.int64]:
+        """``C_v`` over every batch added."""
+        return self._support.copy()
+
+
 class FrequencyOracle(abc.ABC):
     """A pure local protocol for frequencies over ``{0, …, d−1}``: encoder and aggregator.
 
@@ -193,6 +216,14 @@ class FrequencyOracle(abc.ABC):
     def _perturb(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
         """The vectorised encoder (private: only the simulation passes other draws)."""
 
+    def _simulated_reports(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
+        """The same reports in the form this protocol's :meth:`accumulator` adds fastest.
+
+        The protocol's own format unless a compact one exists (unary encodings: bit-packed
+        rows). Used by simulations; the law of every report is that of :meth:`_perturb`.
+        """
+        return self._perturb(codes, draws)
+
     # -- server ---------------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -202,6 +233,10 @@ class FrequencyOracle(abc.ABC):
     @abc.abstractmethod
     def support_counts(self, reports: Reports) -> npt.NDArray[np.int64]:
         """``C_v``: how many of the (validated) reports support each value ``v``."""
+
+    def accumulator(self, expected_reports: int) -> SupportAccumulator:
+        """Somewhere to add up batches of reports, about ``expected_reports`` in all."""
+        return SupportAccumulator(self)
 
     def estimate(self, reports: npt.ArrayLike, confidence: float = 0.95) -> FrequencyEstimate:
         """Unbiased counts with error bars from a batch of reports."""

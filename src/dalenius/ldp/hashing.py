@@ -45,7 +45,13 @@ import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import Number
-from dalenius.ldp._base import FrequencyOracle, Reports, check_domain, check_epsilon
+from dalenius.ldp._base import (
+    FrequencyOracle,
+    Reports,
+    SupportAccumulator,
+    check_domain,
+    check_epsilon,
+)
 from dalenius.ldp._draws import Draws
 from dalenius.ldp._exact import exp_bounds, grid_up, on_grid
 
@@ -162,15 +168,25 @@ class LocalHashing(FrequencyOracle):
             )
         return arr.astype(np.int64, copy=False)
 
-    def support_counts(self, reports: Reports) -> npt.NDArray[np.int64]:
-        """``C_v`` by correlation or enumeration, whichever is cheaper (both exact)."""
-        n, prime, g = len(reports), self.prime, self.buckets
+    def _correlation_pays(self, reports: int) -> bool:
+        """Whether the FFT correlation is cheaper than enumeration for this many reports."""
+        prime, g = self.prime, self.buckets
         cells = (prime - 1) * prime * g
         fft_cost = cells * max(1.0, math.log2(prime)) * 2
-        enum_cost = n * (prime / g + 1) * 12
-        if cells <= FFT_CELLS and fft_cost < enum_cost:
-            return self._by_correlation(reports)
+        enum_cost = reports * (prime / g + 1) * 12
+        return cells <= FFT_CELLS and fft_cost < enum_cost
+
+    def support_counts(self, reports: Reports) -> npt.NDArray[np.int64]:
+        """``C_v`` by correlation or enumeration, whichever is cheaper (both exact)."""
+        if self._correlation_pays(len(reports)):
+            return self._correlate(self._histogram(reports))
         return self._by_enumeration(reports)
+
+    def accumulator(self, expected_reports: int) -> SupportAccumulator:
+        """Adds up the ``(a, b, y)`` histogram when correlation pays: one FFT at the end."""
+        if self._correlation_pays(expected_reports):
+            return _HistogramAccumulator(self)
+        return SupportAccumulator(self)
 
     def _by_enumeration(self, reports: Reports) -> npt.NDArray[np.int64]:
         prime, g, d = self.prime, self.buckets, self.domain_size
@@ -186,10 +202,16 @@ class LocalHashing(FrequencyOracle):
                 counts += np.bincount(v[keep], minlength=d)
         return counts
 
-    def _by_correlation(self, reports: Reports) -> npt.NDArray[np.int64]:
-        prime, g, d = self.prime, self.buckets, self.domain_size
+    def _histogram(self, reports: Reports) -> npt.NDArray[np.int64]:
+        """How many reports have each ``(a, b, y)``: shape ``(P − 1, P, g)``."""
+        prime, g = self.prime, self.buckets
         key = ((reports[:, 0] - 1) * prime + reports[:, 1]) * g + reports[:, 2]
-        hist = np.bincount(key, minlength=(prime - 1) * prime * g).reshape(prime - 1, prime, g)
+        hist = np.bincount(key, minlength=(prime - 1) * prime * g)
+        return hist.reshape(prime - 1, prime, g)
+
+    def _correlate(self, hist: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``C_v`` from the ``(a, b, y)`` histogram by FFT correlation over ``b``."""
+        prime, g, d = self.prime, self.buckets, self.domain_size
         residues = np.arange(prime)
         indicator = (residues[None, :] % g == np.arange(g)[:, None]).astype(np.float64)
         spectrum = np.fft.rfft(indicator, axis=1)  # (g, P//2+1)
@@ -227,6 +249,24 @@ class LocalHashing(FrequencyOracle):
         out = super().describe()
         out.update(buckets=self.buckets, prime=self.prime, collision=float(self.collision))
         return out
+
+
+class _HistogramAccumulator(SupportAccumulator):
+    """Local hashing's additive summary: the ``(a, b, y)`` histogram, correlated once."""
+
+    def __init__(self, oracle: LocalHashing) -> None:
+        super().__init__(oracle)
+        self.hashing = oracle
+        self._hist = np.zeros(((oracle.prime - 1), oracle.prime, oracle.buckets), dtype=np.int64)
+
+    def add(self, reports: Reports) -> None:
+        """Add one batch's histogram."""
+        self._hist += self.hashing._histogram(reports)
+        self.reports += len(reports)
+
+    def support(self) -> npt.NDArray[np.int64]:
+        """``C_v`` from the summed histogram (one FFT correlation)."""
+        return self.hashing._correlate(self._hist)
 
 
 def olh(domain_size: int, *, epsilon: Number) -> LocalHashing:

@@ -131,13 +131,12 @@ def simulate(
     values = np.repeat(np.arange(domain, dtype=np.int64), true_counts)
     draws = SimulationDraws(None if seed is None else seed + 1)
     started = time.perf_counter()
-    support = np.zeros(domain, dtype=np.int64)
+    server = oracle.accumulator(users)
     for start in range(0, users, block):
-        reports = oracle._perturb(values[start : start + block], draws)
-        support += oracle.support_counts(reports)
+        server.add(oracle._simulated_reports(values[start : start + block], draws))
         if progress is not None:
             progress(min(start + block, users), users)
-    estimate = oracle.estimate_from_support(support, users, confidence)
+    estimate = oracle.estimate_from_support(server.support(), users, confidence)
     seconds = time.perf_counter() - started
     mse = float(np.mean((estimate.counts - true_counts) ** 2))
     theory = float(np.mean(oracle.variance(true_counts, users)))

@@ -30,8 +30,14 @@ import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import Number
-from dalenius.ldp._base import FrequencyOracle, Reports, check_domain, check_epsilon
-from dalenius.ldp._draws import Draws
+from dalenius.ldp._base import (
+    FrequencyOracle,
+    Reports,
+    SupportAccumulator,
+    check_domain,
+    check_epsilon,
+)
+from dalenius.ldp._draws import Draws, packed_bernoulli
 from dalenius.ldp._exact import exp_bounds, grid_up, on_grid
 
 CHUNK_BITS = 1 << 24
@@ -62,17 +68,44 @@ class UnaryEncoding(FrequencyOracle):
         """``p(1 − q)/((1 − p)q)``: the two bits that differ between two values."""
         return self.p * (1 - self.q) / ((1 - self.p) * self.q)
 
+    @property
+    def words(self) -> int:
+        """64-bit words per bit-packed report: ``⌈d/64⌉``."""
+        return -(-self.domain_size // 64)
+
     def _perturb(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
         d = self.domain_size
         out = np.empty((codes.size, d), dtype=np.uint8)
-        a_p, a_q = on_grid(self.p), on_grid(self.q)
-        rows = max(1, CHUNK_BITS // d)
+        rows = max(1, CHUNK_BITS // (64 * self.words))
         for start in range(0, codes.size, rows):
-            block = codes[start : start + rows]
-            bits = draws.bernoulli32(a_q, block.size * d).reshape(block.size, d)
-            bits[np.arange(block.size), block] = draws.bernoulli32(a_p, block.size)
-            out[start : start + block.size] = bits
+            packed = self._perturb_packed(codes[start : start + rows], draws)
+            out[start : start + packed.shape[0]] = unpack(packed, d)
         return out
+
+    def _perturb_packed(self, codes: npt.NDArray[np.int64], draws: Draws) -> npt.NDArray[np.uint64]:
+        """Reports bit-packed, one row of ``⌈d/64⌉`` little-endian words per client.
+
+        Every bit is drawn with probability ``q`` (:func:`packed_bernoulli`, exact), then the
+        client's own bit is redrawn with probability ``p``; padding bits beyond ``d`` are zero.
+        """
+        n, w, d = codes.size, self.words, self.domain_size
+        packed = packed_bernoulli(draws, on_grid(self.q), n * w).reshape(n, w)
+        if d % 64:
+            packed[:, -1] &= np.uint64((1 << (d % 64)) - 1)
+        own = draws.bernoulli32(on_grid(self.p), n).astype(np.uint64)
+        word, shift = codes >> 6, (codes & 63).astype(np.uint64)
+        rows = np.arange(n)
+        one = np.uint64(1)
+        packed[rows, word] = (packed[rows, word] & ~(one << shift)) | (own << shift)
+        return packed
+
+    def _simulated_reports(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
+        """Bit-packed reports: the simulation's accumulator counts them without unpacking all."""
+        return self._perturb_packed(codes, draws)
+
+    def accumulator(self, expected_reports: int) -> SupportAccumulator:
+        """Counts bit-packed (simulation) or plain (``d``-bit rows) reports."""
+        return _PackedAccumulator(self)
 
     def check_reports(self, reports: npt.ArrayLike) -> Reports:
         """Rows of ``d`` bits (0 or 1)."""
@@ -107,6 +140,31 @@ class UnaryEncoding(FrequencyOracle):
             one = self.p if j == value else self.q
             prob *= one if bit else 1 - one
         return prob
+
+
+def unpack(packed: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.uint8]:
+    """Rows of little-endian 64-bit words back to rows of ``bits`` bits (0 or 1)."""
+    as_bytes = np.ascontiguousarray(packed).astype("<u8", copy=False).view(np.uint8)
+    return np.unpackbits(as_bytes, axis=1, count=bits, bitorder="little")
+
+
+class _PackedAccumulator(SupportAccumulator):
+    """Adds bit-packed rows (``uint64``, as the simulation makes them) or plain bit rows."""
+
+    def __init__(self, oracle: UnaryEncoding) -> None:
+        super().__init__(oracle)
+        self.unary = oracle
+
+    def add(self, reports: Reports) -> None:
+        """Count one batch: 1s per bit position."""
+        if reports.dtype != np.uint64:
+            super().add(reports)
+            return
+        d = self.unary.domain_size
+        rows = max(1, CHUNK_BITS // (64 * self.unary.words))
+        for start in range(0, reports.shape[0], rows):
+            self._support += unpack(reports[start : start + rows], d).sum(axis=0, dtype=np.int64)
+        self.reports += reports.shape[0]
 
 
 def sue(domain_size: int, *, epsilon: Number) -> UnaryEncoding:
