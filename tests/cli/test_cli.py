@@ -172,3 +172,84 @@ def test_installed_script_runs() -> None:
     script = shutil.which("dalenius") or str(Path(sys.executable).parent / "dalenius")
     done = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith("dalenius ")
+
+
+def _grouped_query(catalog: Path, ledger: str, *extra: str) -> list[str]:
+    return [
+        "query",
+        "--catalog",
+        str(catalog),
+        "--ledger",
+        ledger,
+        "--budget",
+        "1",
+        "--epsilon",
+        "0.1",
+        *extra,
+        "SELECT sex, COUNT(*) AS n, AVG(age) AS age FROM adult GROUP BY sex",
+    ]
+
+
+def test_query_formats_agree(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = str(tmp_path / "l.sqlite")
+    code, out, _ = run(capsys, *_grouped_query(adult_catalog_path, ledger, "--format", "json"))
+    assert code == 0
+    doc = json.loads(out)
+    # The same query again is answered from the ledger: the same numbers in every format.
+    code, out, _ = run(capsys, *_grouped_query(adult_catalog_path, ledger, "--format", "csv"))
+    lines = out.splitlines()
+    assert lines[0] == "sex,n,n_low,n_high,age,age_low,age_high"
+    first = doc["rows"][0]
+    assert lines[1].split(",")[:4] == [
+        "Female",
+        *(str(first[1][k]) for k in ("value", "low", "high")),
+    ]
+    code, out, _ = run(capsys, *_grouped_query(adult_catalog_path, ledger))
+    assert "\x1b[" not in out  # not a terminal: no colours
+    header, rule, *rows = out.splitlines()[:5]
+    assert header.split() == ["sex", "n", "age"] and set(rule) == {"─"}
+    value = f"{first[1]['value']:,}"
+    interval = f"[{first[1]['low']:,}, {first[1]['high']:,}]"
+    assert rows[0].split()[:2] == ["Female", value] and interval in rows[0]
+    # The values line up: each column's numbers end at the same place on every row.
+    ends = {
+        line.index(f"{row[1]['value']:,}") + len(f"{row[1]['value']:,}")
+        for line, row in zip(rows, doc["rows"], strict=False)
+    }
+    assert len(ends) == 1
+    assert "spent: nothing" in out and "remaining: ε=0.9" in out
+
+
+def test_query_table_is_dimmed_on_a_terminal(
+    adult_catalog_path: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    _, out, _ = run(capsys, *_grouped_query(adult_catalog_path, str(tmp_path / "l.sqlite")))
+    assert "\x1b[2m[" in out  # the interval, dimmed
+
+
+def test_json_and_another_format_conflict(
+    adult_catalog_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = _grouped_query(
+        adult_catalog_path, str(tmp_path / "l.sqlite"), "--json", "--format", "csv"
+    )
+    code, out, _ = run(capsys, *args)
+    assert code == 2 and "two formats" in json.loads(out)["error"]["message"]
+
+
+def test_version_comes_from_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    import dalenius
+
+    assert version("dalenius") == dalenius.__version__  # pyproject reads it from the package
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == f"dalenius {dalenius.__version__}\n"

@@ -13,6 +13,7 @@ from dalenius.cli.common import (
     default_ledger,
     emit_json,
 )
+from dalenius.cli.render import FORMATS, print_result
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import ApproxDP, as_fraction
 from dalenius.engine.session import connect
@@ -40,6 +41,13 @@ def register(sub: Any) -> None:
         "--budget-delta",
         default=None,
         help="with --budget: the analyst's total δ (an (ε, δ) budget, needed for private group keys)",
+    )
+    query.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="table (default; coloured on a terminal), json (as --json) or csv (the columns of "
+        "Result.to_pandas(): each value with <name>_low and <name>_high)",
     )
     query.set_defaults(func=run_query)
 
@@ -75,6 +83,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_query(args: argparse.Namespace) -> int:
     """Run ``dalenius query``."""
+    fmt = args.format or ("json" if args.json else "table")
+    if args.json and fmt != "json":
+        raise ConfigurationError(
+            f"--json and --format {fmt} ask for two formats.", fix="give one of them."
+        )
+    args.json = fmt == "json"  # errors, too, are then printed as JSON
     budget: object = args.budget
     if args.budget_delta is not None:
         if args.budget is None:
@@ -95,12 +109,9 @@ def run_query(args: argparse.Namespace) -> int:
         result = session.query(
             args.sql, epsilon=args.epsilon, delta=args.delta, **target_kwargs(args)
         )
-    if args.json:
-        emit_json(result.to_dict())
-    else:
-        print(result)
-        if result.accuracy is not None:
-            print(f"ε chosen for accuracy: {result.accuracy['epsilon']:.6g} (see explain)")
+    print_result(result, fmt)
+    if fmt == "table" and result.accuracy is not None:
+        print(f"ε chosen for accuracy: {result.accuracy['epsilon']:.6g} (see explain)")
     return EXIT_OK
 
 

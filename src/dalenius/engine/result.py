@@ -174,7 +174,7 @@ class Result:
 
     def _repr_html_(self) -> str:
         """The notebook display: the table with intervals, the loss spent and the budget left."""
-        return result_html(self, _cell)
+        return result_html(self, format_cell)
 
     def _flat(self) -> dict[str, list[Any]]:
         data: dict[str, list[Any]] = {}
@@ -189,7 +189,8 @@ class Result:
         return format_table(self)
 
 
-def _cell(value: Any) -> str:
+def format_cell(value: Any) -> str:
+    """One value as the tables show it: thousands separated, floats to two decimals."""
     if value is None:
         return "NULL"
     if isinstance(value, float):
@@ -208,11 +209,11 @@ def format_table(result: Result) -> str:
         cells = []
         for v, lo, hi, rank in zip(values, lows, highs, ranks, strict=True):
             if rank is not None:
-                cells.append(f"{_cell(v)}  (rank ±{rank:,})")
+                cells.append(f"{format_cell(v)}  (rank ±{rank:,})")
             elif lo is None:
-                cells.append(_cell(v))
+                cells.append(format_cell(v))
             else:
-                cells.append(f"{_cell(v)}  [{_cell(lo)}, {_cell(hi)}]")
+                cells.append(f"{format_cell(v)}  [{format_cell(lo)}, {format_cell(hi)}]")
         body.append(cells)
     widths = [
         max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)
