@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dalenius.attacks import homogeneity
-from dalenius.attacks.auxiliary import Scenario, scenario
+from dalenius.attacks.voters import Scenario, scenario
 from dalenius.core.errors import ConfigurationError
 
 

@@ -8,8 +8,8 @@ import datetime
 import pytest
 
 from dalenius.attacks import linking
-from dalenius.attacks.auxiliary import Scenario, scenario, voter_roll
 from dalenius.attacks.published import check_against, publish
+from dalenius.attacks.voters import Scenario, scenario, voter_roll
 from dalenius.core.errors import ConfigurationError
 from dalenius.datasets import generate_people
 

@@ -34,16 +34,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dalenius.anonymity import Hierarchy
-from dalenius.attacks.auxiliary import Scenario, scenario
 from dalenius.attacks.matching import Matches, match
 from dalenius.attacks.published import Issued, anonymous, check_against, deidentified, publish
 from dalenius.attacks.report import AttackReport, Rate
+from dalenius.attacks.voters import Scenario, scenario
 from dalenius.core.errors import ConfigurationError
 
 CONFIDENCE = 0.9
@@ -148,6 +150,8 @@ class HomogeneityResult:
             before it (the value's share in the whole release).
         negatives: background facts handed per target (``facts`` names general facts instead).
         stories: what the attacker concludes about named targets, in words.
+        epsilon: the ε the release spent, if it is differentially private.
+        ruled_out: the most values ruled out for any one target by background knowledge.
         outside: the same reasoning applied to people *not* in the file: their value "learned
             with certainty", and rightly — what the release teaches about everybody alike.
     """
@@ -168,6 +172,8 @@ class HomogeneityResult:
     smallest_diversity: int
     stories: tuple[str, ...] = ()
     outside: Rate | None = None
+    ruled_out: int = 0
+    epsilon: Fraction | None = None
 
     @property
     def rate(self) -> Rate:
@@ -216,16 +222,14 @@ class HomogeneityResult:
             rate=self.rate,
             bound=0.0 if self._guaranteed() else None,
             bound_text="ℓ-diversity: ≥ 2 values left" if self._guaranteed() else "",
+            epsilon_spent=self.epsilon,
+            budget=self.epsilon,
             details=details,
         )
 
     def _guaranteed(self) -> bool:
         """Distinct ℓ-diversity rules certainty out when at most ℓ − 2 values are ruled out."""
-        return (
-            self.kind == "l-diverse"
-            and not self.facts
-            and self.negatives <= self.smallest_diversity - 2
-        )
+        return self.kind == "l-diverse" and self.ruled_out <= self.smallest_diversity - 2
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -308,6 +312,8 @@ def score(
         notes=published.notes,
         smallest_diversity=min(diversity) if diversity else 0,
         stories=stories,
+        ruled_out=max((len(e) for e in excluded), default=0),
+        epsilon=published.epsilon,
     )
 
 
@@ -424,8 +430,9 @@ def course_release(against: str, *, k: int = 4, l: int = 3, t: float = 0.2) -> I
     """
     if against == "dalenius":
         raise ConfigurationError(
-            "the course's table has no Dalenius release: twelve patients are too few for a "
-            "synthetic table to say anything, by design.",
+            "the lab has no Dalenius release of the course's twelve patients: a differentially "
+            "private table of twelve people is mostly noise, by design, so there is nothing to "
+            "compare.",
             fix="run the homogeneity attack on the census (--data census) against dalenius.",
         )
     models = check_against(against, k=k, l=l, t=t)
@@ -537,3 +544,78 @@ def run(
         issued.published, others.select(columns), others.column(sensitive).to_pylist()
     )
     return replace(result, outside=outside)
+
+
+def plot(results: Sequence[HomogeneityResult], path: Any, *, title: str = "") -> Any:
+    """Bars per release: the share of targets whose value was learned with certainty, with the
+    stated confidence, and (census) the same certainty for people not in the file.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [_short(r) for r in results]
+    y = np.arange(len(results))
+    series = [
+        ("learned with certainty", [r.rate for r in results], "C3"),
+        (
+            f"learned with ≥ {results[0].confidence:.0%} confidence" if results else "",
+            [r.confident_rate for r in results],
+            "C1",
+        ),
+    ]
+    if any(r.outside is not None for r in results):
+        series.append(
+            (
+                "certainty for people not in the file",
+                [r.outside if r.outside is not None else Rate(0, 0) for r in results],
+                "C0",
+            )
+        )
+    height = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(7.5, 1.1 + 0.75 * len(results)), dpi=120)
+    for i, (name, rates, colour) in enumerate(series):
+        values = [r.estimate for r in rates]
+        low = [r.estimate - r.interval(0.95)[0] for r in rates]
+        high = [r.interval(0.95)[1] - r.estimate for r in rates]
+        pos = y - 0.4 + height * (i + 0.5)
+        ax.barh(
+            pos,
+            values,
+            height=height,
+            color=colour,
+            label=name,
+            xerr=[low, high],
+            capsize=2,
+            error_kw={"elinewidth": 0.8, "ecolor": "0.35"},
+        )
+        for p, v, h in zip(pos, values, high, strict=True):
+            ax.text(v + h + 0.01, p, f"{v:.0%}", va="center", fontsize=8)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel(
+        f"share of targets whose {results[0].sensitive if results else 'value'} is learned rightly"
+    )
+    ax.set_title(title or "Homogeneity attack: what each release discloses")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _short(result: HomogeneityResult) -> str:
+    if result.kind == "raw":
+        return "names dropped"
+    if result.kind == "dalenius":
+        return result.label.replace("dalenius (synthetic, ", "Dalenius\n(").replace("δ=", "\nδ=")
+    return (
+        result.label.replace("k-anonymity (k=", "k=")
+        .replace("distinct ℓ-diversity (ℓ=", "ℓ=")
+        .replace("t-closeness (t=", "t=")
+        .replace(")", "")
+        .replace(" + ", ", ")
+    )

@@ -9,7 +9,7 @@ population is unique on (5-digit ZIP, date of birth, sex).
 
 **The experiment** (:func:`run`). The demo census is the population; a share of it is the
 released file; the registered adults, some listed under a stale ZIP code, are the voter roll
-(:mod:`dalenius.attacks.auxiliary`). The attacker coarsens each voter with the release's published
+(:mod:`dalenius.attacks.voters`). The attacker coarsens each voter with the release's published
 scheme and takes the matching records (:mod:`dalenius.attacks.matching`):
 
 * a voter who matches exactly one record is *claimed* re-identified (right or wrong);
@@ -32,15 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from dalenius.attacks.auxiliary import Scenario, scenario
 from dalenius.attacks.matching import Matches, match
 from dalenius.attacks.published import Issued, check_against, publish
 from dalenius.attacks.report import AttackReport, Rate
+from dalenius.attacks.voters import Scenario, scenario
 from dalenius.core.rng import system_random
 
 SENSITIVE = "occupation"
@@ -81,6 +82,7 @@ class LinkingResult:
         bound: the most an attacker can pick right (1/k for a k-anonymous file; 0 when no
             record is a person's), if the release guarantees any.
         k: the class size the release guarantees (1: a raw file; 0: synthetic rows).
+        epsilon: the ε the release spent, if it is differentially private.
     """
 
     label: str
@@ -103,6 +105,7 @@ class LinkingResult:
     notes: tuple[str, ...]
     bound: float | None
     k: int
+    epsilon: Fraction | None = None
 
     @property
     def rate(self) -> Rate:
@@ -116,11 +119,7 @@ class LinkingResult:
 
     def report(self) -> AttackReport:
         """The attack report (success with its interval; the rest in ``details``)."""
-        unique = self.uniqueness.get(_name(UNIQUENESS_SETS[0]), 0.0)
         details: dict[str, Any] = {
-            "people unique on (ZIP, date of birth, sex)": (
-                f"{unique:.1%} of {self.population:,} (the course: {COURSE_UNIQUE:.0%} of the US)"
-            ),
             "released records": f"{self.released:,} of {self.rows_in:,}",
             "voters in the released file": f"{self.overlap:,} of {self.voters:,}",
             "voters matching one record exactly": (
@@ -146,8 +145,21 @@ class LinkingResult:
             bound=self.bound,
             bound_text=_bound_text(self),
             queries=0,
+            epsilon_spent=self.epsilon,
+            budget=self.epsilon,
             details=details,
         )
+
+    def uniqueness_text(self) -> str:
+        """The population's uniqueness on each quasi-identifier set, Sweeney's first, in words."""
+        first, *rest = self.uniqueness.items()
+        text = (
+            f"{first[1]:.1%} of the {self.population:,} people are unique on {first[0]} "
+            f"(the course: {COURSE_UNIQUE:.0%} of the US population)"
+        )
+        if rest:
+            text += "; on " + "; on ".join(f"{name}: {share:.1%}" for name, share in rest)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -267,6 +279,7 @@ def _score(issued: Issued, world: Scenario, found: Matches) -> LinkingResult:
         notes=published.notes,
         bound=bound,
         k=published.k,
+        epsilon=published.epsilon,
     )
 
 
@@ -387,10 +400,14 @@ def plot(results: Sequence[LinkingResult], path: Any) -> Any:
     )
     ax.plot(ks, expected, color="C3", alpha=0.5, label="expected (Σ 1/class size)")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("k (1 = names dropped only)")
     ax.set_ylabel("voters in the file linked to their own record")
-    ax.set_ylim(0, 1.02)
+    ax.set_ylim(min([*rates, *expected, 1 / max(ks)]) / 2 or 1e-4, 1.5)
     ax.set_xticks(ks, [str(k) for k in ks])
+    ax.yaxis.set_major_formatter(
+        lambda y, _: f"{y:.3g}".replace("0.", ".") if y < 0.01 else f"{y:.0%}"
+    )
     ax.set_title("Linking a voter roll to the census: re-identification vs k")
     ax.legend(loc="upper right")
     ax.grid(alpha=0.3)

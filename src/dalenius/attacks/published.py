@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from dalenius.anonymity import DistinctLDiversity, Hierarchy, KAnonymity, TCloseness, anonymize
 from dalenius.anonymity.models import Model
-from dalenius.attacks.auxiliary import Scenario
+from dalenius.attacks.voters import Scenario
 from dalenius.core.errors import ConfigurationError
 from dalenius.datasets import generate_visits
 from dalenius.datasets.schema import CATALOG_FILE, REFERENCE_DATE, catalog_text
@@ -78,6 +78,7 @@ class Published:
         notes: what the release's description says (levels, suppression, loss spent).
         k: the smallest class the release's models guarantee (1 for a raw file, 0 when the
             records are not people).
+        epsilon: the ε a differentially private release spent (``None`` for the others).
     """
 
     kind: str
@@ -88,6 +89,7 @@ class Published:
     records_are_people: bool = True
     notes: tuple[str, ...] = ()
     k: int = 1
+    epsilon: Fraction | None = None
 
     @property
     def quasi_identifiers(self) -> tuple[str, ...]:
@@ -326,6 +328,7 @@ def dalenius_synthetic(
         sensitive=sensitive,
         records_are_people=False,
         k=0,
+        epsilon=budget.epsilon,
         notes=(
             f"{table.num_rows:,} synthetic rows over {', '.join(columns)}; loss {result.loss}",
             f"age bands {', '.join(map(str, age_labels[:3]))}, …" if age_labels else "",
