@@ -17,12 +17,14 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from dalenius.core.errors import ConfigurationError
@@ -129,11 +131,12 @@ class AttackReport:
         rate: successes over trials (``None`` when the attack reports a measurement, not a rate).
         bound: the most any attacker can achieve against this target under DP, if there is one.
         bound_text: how the bound is computed (``e^ε/(1+e^ε)``), for the reader.
-        queries: questions answered (summed over trials).
-        refused: questions the target refused (budget exhausted, not answerable privately).
-        epsilon_spent: privacy loss of the answers (``None`` for raw: no privacy claimed); for a
-            naive target it is the loss nobody accounted for.
-        budget: the ε one analyst may spend (``None``: nothing stops the attacker).
+        queries: questions one attacker had answered (the mean over trials).
+        refused: questions one attacker had refused (budget exhausted, not answerable privately;
+            the mean over trials).
+        epsilon_spent: privacy loss of one attacker's answers (``None`` for raw: no privacy
+            claimed; the largest over trials); for a naive target nobody accounted for it.
+        budget: the ε one attacker may spend (``None``: nothing stops the attacker).
         details: other measurements, by name (printed below the table, in the JSON as is).
         confidence: of the interval.
     """
@@ -144,8 +147,8 @@ class AttackReport:
     rate: Rate | None
     bound: float | None = None
     bound_text: str = ""
-    queries: int = 0
-    refused: int = 0
+    queries: float = 0
+    refused: float = 0
     epsilon_spent: Fraction | None = None
     budget: Fraction | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -202,39 +205,81 @@ def _spent(report: AttackReport) -> str:
 
 
 def render(reports: Sequence[AttackReport], console: Console | None = None) -> None:
-    """Print reports side by side: success with its interval, the bound, queries, ε spent."""
+    """Print reports side by side: success with its interval, the bound, questions, ε spent."""
     if not reports:
         return
-    out = console or Console()
+    out = console or _console()
     first = reports[0]
     pct = round(first.confidence * 100)
-    table = Table(title=f"{first.attack} attack — success: {first.metric}", title_justify="left")
+    formulas = sorted({r.bound_text for r in reports if r.bound is not None})
+    table = Table(
+        title=f"{first.attack} attack — success: {first.metric}",
+        title_justify="left",
+        caption=("DP bound: " + "; ".join(formulas) + ", ε = what one attacker may spend")
+        if formulas
+        else None,
+        caption_justify="left",
+    )
     table.add_column("target")
-    table.add_column(f"success ({pct}% CI)", justify="right")
+    table.add_column("success", justify="right")
+    table.add_column(f"{pct}% interval", justify="right")
     table.add_column("DP bound", justify="right")
     table.add_column("questions", justify="right")
     table.add_column("refused", justify="right")
     table.add_column("ε spent", justify="right")
     for report in reports:
         if report.rate is None:
-            success = "—"
+            success, interval = "—", ""
         else:
             low, high = report.rate.interval(report.confidence)
-            success = (
-                f"{report.rate.estimate:.1%} [{low:.1%}, {high:.1%}] "
-                f"({report.rate.successes}/{report.rate.trials})"
-            )
-        bound = "none" if report.bound is None else f"≤ {report.bound:.1%} ({report.bound_text})"
+            success = f"{report.rate.estimate:.1%} ({report.rate.successes}/{report.rate.trials})"
+            interval = f"[{low:.1%}, {high:.1%}]"
         table.add_row(
             report.target,
             success,
-            bound,
-            f"{report.queries:,}",
-            f"{report.refused:,}",
+            interval,
+            "none" if report.bound is None else f"≤ {report.bound:.1%}",
+            f"{report.queries:,.4g}",
+            f"{report.refused:,.4g}",
             _spent(report),
         )
     out.print(table)
+    out.print("[dim]questions, refused and ε spent are per attacker (one trial)[/dim]")
     for report in reports:
-        for name, value in report.details.items():
-            shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-            out.print(f"  [dim]{report.target}[/dim] {name}: {shown}")
+        if report.details:
+            out.print(f"[bold]{report.target}[/bold]")
+            for name, value in report.details.items():
+                shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+                out.print(f"  {name}: {shown}")
+
+
+def _console() -> Console:
+    """Standard output, at least 110 columns wide when it is not a terminal (pipes, files)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=max(console.width, 110))
+
+
+Advance = Callable[[int], None]
+"""Called with how many steps of a long run just finished."""
+
+
+@contextmanager
+def progress_bar(total: int, description: str, *, enabled: bool) -> Iterator[Advance]:
+    """A rich progress bar on standard error while a long run goes on (a no-op when disabled).
+
+    Example:
+        >>> with progress_bar(3, "trials", enabled=False) as advance:
+        ...     advance(3)
+    """
+    if not enabled:
+        yield lambda n: None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)

@@ -152,7 +152,8 @@ class Database:
         """The engine, loading every table on first use."""
         with self._lock:
             if self._executor is None:
-                engine = DuckDBExecutor(self.catalog)
+                # One thread: experiment tables are small, and threads only add overhead.
+                engine = DuckDBExecutor(self.catalog, threads=1)
                 for table in self.catalog.tables:
                     engine.prepare(table)
                 self._executor = engine

@@ -11,6 +11,7 @@ from dalenius import __version__
 from dalenius.cli import (
     accuracy_cmd,
     anonymity_cmd,
+    attack_cmd,
     budget_cmd,
     calibrate_cmd,
     catalog_cmd,
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth_cmd.register(sub)
     calibrate_cmd.register(sub)
     catalog_cmd.register(sub)
+    attack_cmd.register(sub)
     return parser
 
 
