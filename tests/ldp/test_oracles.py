@@ -126,3 +126,13 @@ def test_malformed_reports_are_refused(name: str) -> None:
 def test_values_outside_the_domain_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="integer codes"):
         make_oracle("olh", 10, 1).encode_many([3, 10])
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 255, 256, 257, 1001])
+def test_bit_sliced_column_counts_match_unpacked_sums(rows: int) -> None:
+    from dalenius.ldp.unary import column_counts, unpack
+
+    rng = np.random.default_rng(rows)
+    packed = rng.integers(0, 2**64, size=(rows, 3), dtype=np.uint64, endpoint=False)
+    assert (column_counts(packed, 150) == unpack(packed, 150).sum(axis=0)).all()
+    assert (column_counts(np.full((rows, 3), 2**64 - 1, dtype=np.uint64), 150) == rows).all()
