@@ -168,15 +168,12 @@ def column_counts(packed: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.i
             for j, plane in enumerate(planes):
                 counts += unpack(plane[-1:], width)[0].astype(np.int64) << j
             planes = [plane[:-1] for plane in planes]
-        summed, carry = [], None
-        for a, b in zip((p[0::2] for p in planes), (p[1::2] for p in planes), strict=True):
+        low, high = planes[0][0::2], planes[0][1::2]
+        summed, carry = [low ^ high], low & high
+        for a, b in zip((p[0::2] for p in planes[1:]), (p[1::2] for p in planes[1:]), strict=True):
             both = a ^ b
-            if carry is None:
-                summed.append(both)
-                carry = a & b
-            else:
-                summed.append(both ^ carry)
-                carry = (a & b) | (both & carry)
+            summed.append(both ^ carry)
+            carry = (a & b) | (both & carry)
         summed.append(carry)
         planes = summed
     for j, plane in enumerate(planes):
