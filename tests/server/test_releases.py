@@ -104,3 +104,21 @@ def test_synthetic_origin_destination_rows_are_released_and_charged(site: Site) 
     )
     assert 400 <= refused.status_code < 500 and "prior" in refused.text
     assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+
+
+def test_a_release_is_fetched_again_by_id_for_free(site: Site) -> None:
+    body = {"table": "people", "levels": ["sex"], "epsilon": "0.5"}
+    first = site.client.post(
+        "/v1/datasets/census/hierarchy", json=body, headers=site.as_(site.analyst)
+    ).json()
+    again = site.client.get(
+        f"/v1/datasets/census/releases/{first['entry_id']}", headers=site.as_(site.analyst)
+    )
+    assert again.status_code == 200, again.text
+    doc = again.json()
+    assert doc["cached"] and doc["nodes"] == first["nodes"]
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+    missing = site.client.get(
+        "/v1/datasets/census/releases/0123456789abcdef", headers=site.as_(site.analyst)
+    )
+    assert 400 <= missing.status_code < 500 and "no released entry" in missing.text

@@ -7,9 +7,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from dalenius.core.errors import DaleniusError, EvaluationFailed, UserError
+from dalenius.core.errors import ConfigurationError, DaleniusError, EvaluationFailed, UserError
 
 DEFAULT_LEDGER = "dalenius-ledger.sqlite"
 """The ledger file used when neither ``--ledger`` nor ``DALENIUS_LEDGER`` says otherwise."""
@@ -79,3 +80,24 @@ def run_guarded(handler: Handler, args: argparse.Namespace) -> int:
         else:
             print(f"error: {exc}", file=sys.stderr)
         return EXIT_BUG
+
+
+def output_path(text: str | None) -> Path | None:
+    """A release's output file from ``--out``: ``.csv`` or ``.parquet`` (refused otherwise)."""
+    if text is None:
+        return None
+    out = Path(text)
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise ConfigurationError(
+            f"--out must end in .parquet or .csv, got {text!r}.",
+            fix="write to rows.parquet or rows.csv.",
+        )
+    return out
+
+
+def write_frame(frame: Any, out: Path, *, as_text: bool) -> None:
+    """Write a release's table; ``as_text`` writes synthetic rows' mixed labels as text in Parquet."""
+    if out.suffix.lower() == ".parquet":
+        (frame.astype(str) if as_text else frame).to_parquet(out, index=False)
+    else:
+        frame.to_csv(out, index=False)

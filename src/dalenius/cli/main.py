@@ -17,6 +17,7 @@ from dalenius.cli import (
     catalog_cmd,
     demo_cmd,
     density_cmd,
+    download_cmd,
     hierarchy_cmd,
     ldp_cmd,
     ledger_cmd,
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_cmd.register(sub)
     catalog_cmd.register(sub)
     attack_cmd.register(sub)
+    download_cmd.register(sub)
     return parser
 
 

@@ -5,7 +5,6 @@ origin–destination rows with OnTheMap's Multinomial–Dirichlet synthesizer (`
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from dalenius.cli.common import (
@@ -14,6 +13,8 @@ from dalenius.cli.common import (
     add_ledger_options,
     default_ledger,
     emit_json,
+    output_path,
+    write_frame,
 )
 from dalenius.cli.density_cmd import budget_from_args
 from dalenius.core.errors import ConfigurationError
@@ -96,12 +97,8 @@ def register(sub: Any) -> None:
 
 def run_synthesize(args: argparse.Namespace) -> int:
     """Run ``dalenius synthesize``."""
-    out = Path(args.out)
-    if out.suffix.lower() not in (".parquet", ".csv"):
-        raise ConfigurationError(
-            f"--out must end in .parquet or .csv, got {args.out!r}.",
-            fix="write to rows.parquet or rows.csv.",
-        )
+    out = output_path(args.out)
+    assert out is not None  # --out is required
     with connect(
         args.catalog,
         budget=budget_from_args(args),
@@ -122,11 +119,7 @@ def run_synthesize(args: argparse.Namespace) -> int:
                 rows=args.rows,
                 where=args.where,
             )
-    frame = result.to_pandas()
-    if out.suffix.lower() == ".parquet":
-        frame.astype(str).to_parquet(out, index=False)
-    else:
-        frame.to_csv(out, index=False)
+    write_frame(result.to_pandas(), out, as_text=True)
     if args.json:
         emit_json({**result.to_dict(), "out": str(out)})
     else:

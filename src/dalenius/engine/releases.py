@@ -10,19 +10,38 @@ asking again gains an attacker nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dalenius.core.errors import InternalError, UserError
+from dalenius.core.errors import InternalError, QueryError, UserError
+from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 from dalenius.core.rng import system_random
-from dalenius.ledger.base import CachedAnswer, ChargeRequest
-from dalenius.releases.density import DensityPlan, DensityRelease
-from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRelease
-from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRelease
-from dalenius.releases.synthetic import Measurements, SyntheticRelease, SynthPlan
+from dalenius.ledger.base import CACHED, COMMITTED, CachedAnswer, ChargeRequest
+from dalenius.releases.density import DensityPlan, DensityRelease, DensityRequest, plan_density
+from dalenius.releases.hierarchy import (
+    HierarchyPlan,
+    HierarchyRelease,
+    HierarchyRequest,
+    plan_hierarchy,
+)
+from dalenius.releases.onthemap import (
+    OnTheMapPlan,
+    OnTheMapRelease,
+    OnTheMapRequest,
+    plan_onthemap,
+)
+from dalenius.releases.synthetic import (
+    Measurements,
+    SyntheticRelease,
+    SynthPlan,
+    SynthRequest,
+    plan_synthetic,
+)
 
 if TYPE_CHECKING:
     from dalenius.engine.session import Session
@@ -74,7 +93,7 @@ def run_density(
         bins = fetch(statements.histograms[0][1])
         count = int(total[0][0] if total and total[0][0] is not None else 0)
         release = plan.finish(count, bins, confidence)
-        return release, session.ledger.commit(reservation, _encode(release))
+        return release, session.ledger.commit(reservation, _encode(release, plan))
 
     release, entry_id = session.through_gate(reservation, plan.counts.tables, work)
     return release, False, entry_id
@@ -119,7 +138,13 @@ def run_hierarchy(
 
     def work(fetch: Any) -> tuple[HierarchyRelease, str]:
         noisy = plan.measure(plan.leaf_counts(fetch(statement)))
-        answer = json.dumps({"format": HIERARCHY_FORMAT, "noisy": [int(v) for v in noisy]})
+        answer = json.dumps(
+            {
+                "format": HIERARCHY_FORMAT,
+                "request": request_doc(plan.request),
+                "noisy": [int(v) for v in noisy],
+            }
+        )
         entry_id = session.ledger.commit(reservation, answer)
         return plan.finish(noisy, confidence), entry_id
 
@@ -164,7 +189,12 @@ def run_synthetic(
 
     def work(fetch: Any) -> tuple[Measurements, str]:
         measured = plan.measure(plan.contingency(fetch(statement)))
-        doc = {"format": SYNTHETIC_FORMAT, "measurements": measured.to_json(), "seed": seed}
+        doc = {
+            "format": SYNTHETIC_FORMAT,
+            "request": request_doc(plan.request),
+            "measurements": measured.to_json(),
+            "seed": seed,
+        }
         return measured, session.ledger.commit(reservation, json.dumps(doc))
 
     measured, entry_id = session.through_gate(reservation, plan.tables, work)
@@ -211,7 +241,11 @@ def run_onthemap(
 
     def work(fetch: Any) -> tuple[OnTheMapRelease, str]:
         synthetic = plan.synthesise(plan.table_counts(fetch(statement)))
-        doc = {"format": ONTHEMAP_FORMAT, "counts": [int(v) for v in synthetic.reshape(-1)]}
+        doc = {
+            "format": ONTHEMAP_FORMAT,
+            "request": request_doc(plan.request),
+            "counts": [int(v) for v in synthetic.reshape(-1)],
+        }
         return plan.finish(synthetic), session.ledger.commit(reservation, json.dumps(doc))
 
     release, entry_id = session.through_gate(reservation, plan.tables, work)
@@ -231,9 +265,10 @@ def audit_refusal(session: Session, text: str, exc: UserError) -> None:
     )
 
 
-def _encode(release: DensityRelease) -> str:
+def _encode(release: DensityRelease, plan: DensityPlan) -> str:
     doc = {
         "format": DENSITY_FORMAT,
+        "request": request_doc(plan.request),
         "noisy_sum": [float(v) for v in release.noisy_sum],
         "count": release.count,
     }
@@ -245,3 +280,161 @@ def _decode(answer: str) -> tuple[np.ndarray[Any, np.dtype[np.float64]], int]:
     if doc.get("format") != DENSITY_FORMAT:
         raise InternalError("the ledger's record of this release has an unknown format")
     return np.asarray(doc["noisy_sum"], dtype=np.float64), int(doc["count"])
+
+
+Release = DensityRelease | HierarchyRelease | SyntheticRelease | OnTheMapRelease
+
+
+def request_doc(request: Any) -> dict[str, Any]:
+    """A release's request as JSON (fractions as text), kept with it so it can be rebuilt by id."""
+    return {f.name: _jsonable(getattr(request, f.name)) for f in dataclasses.fields(request)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def fetch_release(
+    session: Session, entry_id: str, *, confidence: float
+) -> tuple[Release, Loss, str]:
+    """A release the analyst already received, rebuilt from its ledger entry; spends nothing.
+
+    The entry's record holds the request and the noisy values (or the synthetic counts, or the
+    measurements and sampling seed): the request is planned again from the catalog, checked
+    against the plan hash the entry was charged under, and post-processed — the same release,
+    the same bytes. Only the analyst's own committed entries on this dataset can be fetched.
+    """
+    own = session.ledger.entries(principal=session.analyst, dataset=session.dataset)
+    # The whole id, or the short prefix `dalenius ledger list` shows (at least 8 characters).
+    found = [e for e in own if e.id == entry_id] or [
+        e for e in own if len(entry_id) >= 8 and e.id.startswith(entry_id)
+    ]
+    entry = found[0] if len(found) == 1 else None
+    if entry is None or entry.status != COMMITTED or entry.answer is None:
+        raise QueryError(
+            f"analyst {session.analyst!r} has no released entry {entry_id!r} on dataset "
+            f"{session.dataset!r}.",
+            fix="list your entries with `dalenius ledger list` (or GET /v1/me/ledger) and use "
+            "the id of a committed release.",
+        )
+    doc = json.loads(entry.answer)
+    kind = doc.get("format")
+    if kind not in (DENSITY_FORMAT, HIERARCHY_FORMAT, SYNTHETIC_FORMAT, ONTHEMAP_FORMAT):
+        raise QueryError(
+            f"entry {entry_id!r} is a query answer, not a release.",
+            fix="fetch density, hierarchy or synthetic releases by id; ask a query again to "
+            "get its answer from the ledger at no cost.",
+        )
+    if "request" not in doc:
+        raise QueryError(
+            f"entry {entry_id!r} was recorded before releases kept their request.",
+            fix="ask for the same release again: an identical request is answered from the "
+            "ledger's record at no cost.",
+        )
+    req = doc["request"]
+    epsilon, delta, rho = _loss_parts(entry.loss)
+    plan: DensityPlan | HierarchyPlan | SynthPlan | OnTheMapPlan
+    if kind == DENSITY_FORMAT:
+        grid = req["grid"]
+        plan = plan_density(
+            session.catalog,
+            DensityRequest(
+                table=req["table"],
+                columns=tuple(req["columns"]),
+                bandwidth=req["bandwidth"],  # as given: the fingerprint hashes it
+                points=req["points"],
+                grid=tuple(tuple(float(v) for v in a) for a in grid) if grid else None,
+                where=req["where"],
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+        )
+    elif kind == HIERARCHY_FORMAT:
+        plan = plan_hierarchy(
+            session.catalog,
+            HierarchyRequest(
+                table=req["table"],
+                levels=tuple(req["levels"]),
+                where=req["where"],
+                split=tuple(float(w) for w in req["split"]) if req["split"] else None,
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+        )
+    elif kind == SYNTHETIC_FORMAT:
+        plan = plan_synthetic(
+            session.catalog,
+            SynthRequest(
+                table=req["table"],
+                columns=tuple(req["columns"]) if req["columns"] is not None else None,
+                bins=int(req["bins"]),
+                rows=req["rows"],
+                where=req["where"],
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+        )
+    else:
+        plan = plan_onthemap(
+            session.catalog,
+            OnTheMapRequest(
+                table=req["table"],
+                origin=req["origin"],
+                destination=req["destination"],
+                prior=Fraction(req["prior"]) if req["prior"] is not None else None,
+                per_destination=req["per_destination"],
+                count_epsilon=Fraction(req["count_epsilon"])
+                if req["count_epsilon"] is not None
+                else None,
+                where=req["where"],
+            ),
+            epsilon=epsilon,
+            delta=None,
+        )
+    if plan.fingerprint() != entry.plan_hash:
+        raise QueryError(
+            f"the catalog has changed since entry {entry_id!r} was released, so it cannot be "
+            "rebuilt exactly.",
+            fix="ask for the release again under the current catalog (it is charged as new).",
+        )
+    release: Release
+    if isinstance(plan, DensityPlan):
+        noisy_sum, noisy_n = _decode(entry.answer)
+        release = plan.post_process(noisy_sum, noisy_n, confidence)
+    elif isinstance(plan, HierarchyPlan):
+        release = plan.finish(np.asarray(doc["noisy"], dtype=np.int64), confidence)
+    elif isinstance(plan, SynthPlan):
+        release = plan.synthesise(
+            Measurements.from_json(doc["measurements"]), seed=int(doc["seed"])
+        )
+    else:
+        counts = np.asarray(doc["counts"], dtype=np.int64)
+        release = plan.finish(counts.reshape(len(plan.destinations), len(plan.origins)))
+    session.ledger.record(
+        principal=session.analyst,
+        dataset=session.dataset,
+        sql=f"FETCH RELEASE {entry_id}: {entry.sql}",
+        outcome=CACHED,
+        detail="fetched again by id, at no cost",
+        plan_hash=entry.plan_hash,
+        loss=None,
+    )
+    return release, entry.loss, entry.id
+
+
+def _loss_parts(loss: Loss) -> tuple[Fraction | None, Fraction | None, Fraction | None]:
+    """The planning arguments (epsilon, delta, rho) that produced a release's loss."""
+    if isinstance(loss, PureDP):
+        return loss.epsilon, None, None
+    if isinstance(loss, ApproxDP):
+        return loss.epsilon, loss.delta, None
+    if isinstance(loss, ZCDP):
+        return None, None, loss.rho
+    raise InternalError(f"a release was charged an unknown kind of loss: {loss!r}")

@@ -49,6 +49,7 @@ from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
 from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
 from dalenius.engine.releases import (
     audit_refusal,
+    fetch_release,
     run_density,
     run_hierarchy,
     run_onthemap,
@@ -76,10 +77,10 @@ from dalenius.plan.accuracy import (
 from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
-from dalenius.releases.density import DensityRequest, plan_density
-from dalenius.releases.hierarchy import HierarchyRequest, plan_hierarchy
+from dalenius.releases.density import DensityRelease, DensityRequest, plan_density
+from dalenius.releases.hierarchy import HierarchyRelease, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapRequest, plan_onthemap
-from dalenius.releases.synthetic import SynthRequest, plan_synthetic
+from dalenius.releases.synthetic import SyntheticRelease, SynthRequest, plan_synthetic
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 from dalenius.sql.validate import located
@@ -545,6 +546,36 @@ class Session:
             remaining=self.remaining(),
             cached=cached,
             entry_id=entry_id,
+        )
+
+    def release(
+        self, entry_id: str, *, confidence: float | None = None
+    ) -> DensityResult | HierarchyResult | SyntheticResult | OnTheMapResult:
+        """A release this analyst already received (density, hierarchy or synthetic rows), again,
+        by its ledger entry id (``result.entry_id``, or the first 8 or more characters of it) —
+        the same values, at no cost.
+
+        Raises:
+            QueryError: no committed release of this analyst has that id on this dataset, or the
+                catalog changed so that it cannot be rebuilt exactly (nothing spent either way).
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        release, loss, found = fetch_release(self, entry_id, confidence=conf)
+        kind: type[DensityResult | HierarchyResult | SyntheticResult | OnTheMapResult]
+        if isinstance(release, DensityRelease):
+            kind = DensityResult
+        elif isinstance(release, HierarchyRelease):
+            kind = HierarchyResult
+        elif isinstance(release, SyntheticRelease):
+            kind = SyntheticResult
+        else:
+            kind = OnTheMapResult
+        return kind(
+            release=release,  # type: ignore[arg-type]
+            loss=loss,
+            remaining=self.remaining(),
+            cached=True,
+            entry_id=found,
         )
 
     def through_gate(

@@ -35,6 +35,7 @@ from dalenius.core.errors import (
     UserError,
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
+from dalenius.engine.result import SyntheticResult
 from dalenius.engine.session import Session
 from dalenius.ledger import Ledger, open_ledger
 from dalenius.server import describe
@@ -445,6 +446,19 @@ class Gateway:
             idempotency_key=request.idempotency_key,
         )
         return {"dataset": name, **result.to_dict()}
+
+    def fetch_release(self, caller: Caller, name: str, entry_id: str) -> dict[str, Any]:
+        """A release the caller already received, again by its entry id (no cost).
+
+        Synthetic rows (MST) come with their ``data``: one list per column.
+        """
+        opened = self.open(caller, name)
+        result = self._session(caller, opened).release(entry_id)
+        doc = {"dataset": name, **result.to_dict()}
+        if isinstance(result, SyntheticResult):
+            frame = result.to_pandas()
+            doc["data"] = {c: [str(v) for v in frame[c]] for c in frame.columns}
+        return doc
 
     def batch(
         self,

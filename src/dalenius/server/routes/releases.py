@@ -65,3 +65,17 @@ async def onthemap(
     work = partial(gateway.onthemap, caller, name, body)
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found
+
+
+@router.get(
+    "/datasets/{name}/releases/{entry_id}",
+    responses=errors(404, 503),
+    operation_id="fetch_release",
+)
+def fetch_release(
+    name: PathName, entry_id: PathName, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """A release the caller already received (density, hierarchy, synthetic rows), again by its
+    ledger entry id: the same values, at no cost.
+    """
+    return gateway.fetch_release(caller, name, entry_id)
