@@ -12,11 +12,17 @@ How it stays exact while skipping most nodes:
    generalisation; if not, neither is any specialisation. Binary search along chains of the lattice
    finds the border with few evaluations, tagging whole cones at each step. Other models
    (entropy/recursive ℓ, t-closeness, β-likeness, δ-disclosure, (α,k)) are not monotone once
-   classes are suppressed, so they never prune: the nodes the monotone models leave are all
-   evaluated in full — unless step 2 excludes them.
+   classes are suppressed, so they prune through the monotone models they imply
+   (:meth:`~dalenius.anonymity.models.Model.implied`: t = 0.2 on a categorical attribute needs
+   each class to hold the values that cover 80% of the table's distribution, a distinct
+   ℓ-diversity); the nodes left are evaluated in full — unless step 2 excludes them.
 2. **Loss bounds (branch and bound).** Each metric has a lower bound that never decreases up the
    lattice (the loss without suppression, see :mod:`dalenius.anonymity.metrics`). Candidates are
    visited in increasing bound; once the bound exceeds the best loss found, no later node can win.
+
+Each check rolls the node's classes up from the smallest cached frequency set of one of its
+specialisations (ARX's roll-up), and a node's loss is summed from integer counts per generalised
+label, so it is the same to the last bit whichever set it came from.
 
 Ties are broken by (loss, sum of levels, levels) so the answer does not depend on visiting order;
 the tests compare it with exhaustive search on every lattice of up to 500 nodes.
@@ -33,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from dalenius.anonymity.encode import Encoded
-from dalenius.anonymity.metrics import SEPARABLE, CostTables, cost_tables, lower_bounds, node_loss
-from dalenius.anonymity.models import BoolArray, ClassStats, IntArray, Model
+from dalenius.anonymity.metrics import SEPARABLE, CostTables, cost_tables, lower_bounds
+from dalenius.anonymity.models import BoolArray, ClassStats, FloatArray, IntArray, Model
 from dalenius.core.errors import ConfigurationError
 
 MAX_NODES = 2_000_000
@@ -83,6 +89,24 @@ class _Snapshot:
     base: list[IntArray]
     scodes: list[IntArray]
     count: IntArray
+    labels: dict[tuple[int, int], IntArray] = field(default_factory=dict)
+    """(attribute, level) -> each row's label code at that level, computed once when first read."""
+
+
+def dense_ids(key: IntArray, bound: int) -> tuple[IntArray, int]:
+    """Dense group ids ``0..g-1`` of non-negative integer keys below ``bound``, and ``g``.
+
+    When the key space is small next to the rows, a presence table and a running sum number the
+    groups in key order without hashing (several times faster than a hash table on the lattice's
+    frequency sets); otherwise pandas' hash factorisation is used.
+    """
+    if bound <= 4 * len(key) + 65_536:
+        seen = np.zeros(bound + 1, dtype=np.int64)
+        seen[key + 1] = 1
+        ranks = np.cumsum(seen)
+        return np.asarray(ranks[key], dtype=np.int64), int(ranks[-1])
+    ids, uniques = pd.factorize(key, sort=False)
+    return np.asarray(ids, dtype=np.int64), len(uniques)
 
 
 def _snapshot(source: _Snapshot, cls: IntArray, n_classes: int) -> _Snapshot:
@@ -90,10 +114,11 @@ def _snapshot(source: _Snapshot, cls: IntArray, n_classes: int) -> _Snapshot:
     groups = n_classes
     if source.scodes:
         combined = cls.copy()
+        bound = n_classes
         for codes, size in zip(source.scodes, _sizes(source), strict=True):
             combined = combined * size + codes
-        ids, uniques = pd.factorize(combined, sort=False)
-        key, groups = np.asarray(ids, dtype=np.int64), len(uniques)
+            bound *= size
+        key, groups = dense_ids(combined, bound)
     first = np.empty(groups, dtype=np.int64)
     first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the first row of each group
     count = np.bincount(key, weights=source.count, minlength=groups).astype(np.int64)
@@ -104,13 +129,28 @@ def _sizes(snap: _Snapshot) -> list[int]:
     return [int(c.max()) + 1 if len(c) else 1 for c in snap.scodes]
 
 
+SNAPSHOT_BUDGET = 8
+"""Roll-up frequency sets kept, in all, at most this many times the base frequency set's rows."""
+
+
 class Evaluator:
-    """Evaluates lattice nodes of one frequency set against a set of models."""
+    """Evaluates lattice nodes of one frequency set against a set of models.
+
+    Every evaluation reads the smallest cached frequency set of a specialisation of the node
+    (ARX's roll-up: the classes of a node are unions of the classes of any specialisation), and
+    computes the loss from integer counts per generalised label, so a node's loss is the same
+    bit for bit whichever frequency set it was rolled up from.
+    """
 
     def __init__(self, enc: Encoded, models: Sequence[Model], metric: str, limit: int) -> None:
         self.enc = enc
         self.models = list(models)
+        self.others = [m for m in models if not m.monotone_with_suppression]
+        self.all_mono = not self.others
+        # the monotone models, and those the others imply (they prune without changing results)
         self.mono = [m for m in models if m.monotone_with_suppression]
+        for model in self.others:
+            self.mono += [m for m in model.implied(enc.sensitive) if m not in self.mono]
         self.metric = metric
         self.limit = limit
         self.tables: CostTables | None = cost_tables(enc, metric) if metric in SEPARABLE else None
@@ -119,33 +159,89 @@ class Evaluator:
             for lv in enc.levels
         ]
         self._widths = [
-            [max(len(set(lv.codes[level])), 1) for level in range(lv.height + 1)]
-            for lv in enc.levels
+            [int(codes.max()) + 1 if len(codes) else 1 for codes in per_level]
+            for per_level in self._tables
         ]
+        self._delta = suppression_deltas(enc, self.tables, self._tables, self._widths)
         self._base = _Snapshot(list(enc.base), list(enc.sensitive_codes), enc.count)
         self._snapshots: list[_Snapshot] = []
         self._specs: list[tuple[int, ...]] = []
         self._rows: list[int] = []
+        self._kept_rows = 0
+        self._spec_array = np.zeros((0, len(enc.levels)), dtype=np.int64)
+        self._row_array = np.zeros(0, dtype=np.int64)
+        self._last: tuple[tuple[int, ...], _Snapshot, ClassStats] | None = None
+        self._mono: dict[tuple[int, ...], int] = {}
         self.cache: dict[tuple[int, ...], NodeResult] = {}
 
     def classes(self, node: tuple[int, ...]) -> tuple[IntArray, int]:
         """Class id of each frequency row at ``node``, and the number of classes."""
-        return self._group(self.enc.base, node)
+        return self._group(self._base, node)
 
-    def _group(self, base: Sequence[IntArray], node: Sequence[int]) -> tuple[IntArray, int]:
-        key = np.zeros(len(base[0]) if base else 0, dtype=np.int64)
-        stride = 1
-        for a in reversed(range(len(node))):
-            key += self._tables[a][node[a]][base[a]] * stride
-            stride *= self._widths[a][node[a]]
-            if stride > 2**62:
-                frame = pd.DataFrame(
-                    {b: self._tables[b][node[b]][base[b]] for b in range(len(node))}
-                )
-                ids = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
-                return np.asarray(ids, dtype=np.int64), int(ids.max()) + 1 if len(ids) else 0
-        ids, uniques = pd.factorize(key, sort=False)
-        return np.asarray(ids, dtype=np.int64), len(uniques)
+    def _labels(self, snap: _Snapshot, attribute: int, level: int) -> IntArray:
+        got = snap.labels.get((attribute, level))
+        if got is None:
+            got = self._tables[attribute][level][snap.base[attribute]]
+            snap.labels[(attribute, level)] = got
+        return got
+
+    def _group(self, snap: _Snapshot, node: Sequence[int]) -> tuple[IntArray, int]:
+        """Dense class ids of the rows of ``snap`` at ``node`` (mixed-radix key, then numbered)."""
+        if not node:
+            return np.zeros(len(snap.count), dtype=np.int64), 1 if len(snap.count) else 0
+        stride = math.prod(self._widths[a][level] for a, level in enumerate(node))
+        if stride > 2**62:
+            frame = pd.DataFrame({a: self._labels(snap, a, lv) for a, lv in enumerate(node)})
+            ids = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
+            return np.asarray(ids, dtype=np.int64), int(ids.max()) + 1 if len(ids) else 0
+        key = self._labels(snap, 0, node[0]).copy()
+        for a in range(1, len(node)):
+            key *= self._widths[a][node[a]]
+            key += self._labels(snap, a, node[a])
+        return dense_ids(key, stride)
+
+    def _rolled(self, node: tuple[int, ...]) -> tuple[_Snapshot, ClassStats]:
+        """The class statistics of ``node`` from the smallest frequency set below it."""
+        if self._last is not None and self._last[0] == node:
+            return self._last[1], self._last[2]
+        source = self._snapshot_for(node)
+        cls, n_classes = self._group(source, node)
+        stats = ClassStats(cls, source.count, source.scodes, self.enc.sensitive, n_classes)
+        rows = len(source.count)
+        if (
+            n_classes * 2 < rows
+            and len(self._snapshots) < 512
+            and self._kept_rows + n_classes <= SNAPSHOT_BUDGET * len(self.enc.count)
+        ):
+            snap = _snapshot(source, cls, n_classes)
+            if len(snap.count) * 3 < rows * 2:
+                self._snapshots.append(snap)
+                self._specs.append(node)
+                self._rows.append(len(snap.count))
+                self._kept_rows += len(snap.count)
+                self._spec_array = np.asarray(self._specs)
+                self._row_array = np.asarray(self._rows)
+        self._last = (node, source, stats)
+        return source, stats
+
+    def _loss(
+        self, node: tuple[int, ...], source: _Snapshot, stats: ClassStats, ok: BoolArray
+    ) -> float:
+        """The loss of releasing ``node`` with the classes that fail (``~ok``) suppressed."""
+        size = stats.size
+        if self.metric == "discernibility":
+            kept = size[ok].astype(np.float64)
+            return float((kept * kept).sum()) + float(size[~ok].sum()) * self.enc.n
+        assert self.tables is not None
+        total = sum(float(self.tables.totals[a][level]) for a, level in enumerate(node))
+        if not ok.all():
+            dropped = ~ok[stats.cls]
+            weight = source.count[dropped].astype(np.float64)
+            for a, level in enumerate(node):
+                labels = self._tables[a][level][source.base[a][dropped]]
+                per_label = np.bincount(labels, weights=weight, minlength=self._widths[a][level])
+                total += float(per_label @ self._delta[a][level])
+        return total / self.tables.scale
 
     def mono_suppressed(self, node: tuple[int, ...]) -> int:
         """Records the monotone models suppress at ``node``, rolled up from a cached specialisation.
@@ -156,28 +252,25 @@ class Evaluator:
         hit = self.cache.get(node)
         if hit is not None:
             return hit.mono_suppressed
-        source = self._snapshot_for(node)
-        cls, n_classes = self._group(source.base, node)
-        stats = ClassStats(cls, source.count, source.scodes, self.enc.sensitive, n_classes)
-        ok = self.passing(stats, self.mono)
-        size = stats.size
-        if len(self._snapshots) < 256 and n_classes * 2 < len(source.count):
-            self._snapshots.append(_snapshot(source, cls, n_classes))
-            self._specs.append(node)
-            self._rows.append(len(self._snapshots[-1].count))
-        return int(size[~ok].sum())
+        known = self._mono.get(node)
+        if known is None:
+            _, stats = self._rolled(node)
+            ok = self.passing(stats, self.mono)
+            known = int(stats.size[~ok].sum())
+            self._mono[node] = known
+        return known
 
     def _snapshot_for(self, node: tuple[int, ...]) -> _Snapshot:
-        if not self._snapshots:
+        if not len(self._specs):
             return self._base
-        below = np.all(np.asarray(self._specs) <= np.asarray(node), axis=1)
+        below = np.all(self._spec_array <= np.asarray(node), axis=1)
         if not below.any():
             return self._base
-        rows = np.where(below, np.asarray(self._rows), np.iinfo(np.int64).max)
+        rows = np.where(below, self._row_array, np.iinfo(np.int64).max)
         return self._snapshots[int(np.argmin(rows))]
 
     def stats(self, node: tuple[int, ...]) -> ClassStats:
-        """The class statistics of ``node``."""
+        """The class statistics of ``node`` over the full frequency set (row by row)."""
         cls, n_classes = self.classes(node)
         return ClassStats(
             cls, self.enc.count, self.enc.sensitive_codes, self.enc.sensitive, n_classes
@@ -195,28 +288,59 @@ class Evaluator:
         hit = self.cache.get(node)
         if hit is not None:
             return hit
-        stats = self.stats(node)
+        source, stats = self._rolled(node)
         size = stats.size
-        fsize = size.astype(np.float64)
-        ok = self.passing(stats, self.models)
+        mono_ok = self.passing(stats, self.mono)
+        ok = mono_ok & self.passing(stats, self.others) if self.others else mono_ok
         suppressed = int(size[~ok].sum())
-        mono_ok = self.passing(stats, self.mono) if self.mono else np.ones(len(size), bool)
-        mono_suppressed = int(size[~mono_ok].sum())
         feasible = suppressed <= self.limit
-        loss = math.inf
-        if feasible:
-            loss = node_loss(self.enc, self.metric, node, self.tables, ok[stats.cls], size, ok)
+        fsize = size.astype(np.float64)
         result = NodeResult(
             node=node,
             suppressed=suppressed,
             feasible=feasible,
-            loss=loss,
+            loss=self._loss(node, source, stats, ok) if feasible else math.inf,
             classes=int(ok.sum()),
-            mono_suppressed=mono_suppressed,
+            mono_suppressed=int(size[~mono_ok].sum()),
             all_classes_square=float((fsize * fsize).sum()),
         )
         self.cache[node] = result
         return result
+
+
+def suppression_deltas(
+    enc: Encoded,
+    tables: CostTables | None,
+    codes: Sequence[Sequence[IntArray]],
+    widths: Sequence[Sequence[int]],
+) -> list[list[FloatArray]]:
+    """Per quasi-identifier, level and generalised label: what suppressing one record adds.
+
+    For every separable metric the extra cost of suppressing a record over releasing it
+    generalised depends only on its generalised label: NCP and precision ``1 − cost``, and
+    non-uniform entropy ``log2(n / count(label))``. Taking it per label lets a node's loss be
+    computed from any roll-up of the frequency set.
+    """
+    out: list[list[FloatArray]] = []
+    if tables is None:
+        return out
+    for a in range(len(enc.levels)):
+        per_level = []
+        for level, table in enumerate(codes[a]):
+            width = widths[a][level]
+            if tables.metric == "entropy":
+                label_counts = np.bincount(table[enc.base[a]], weights=enc.count, minlength=width)
+                with np.errstate(divide="ignore"):
+                    delta = np.where(label_counts > 0, np.log2(enc.n / label_counts), 0.0)
+            else:  # 1 − cost, the same for every value of a label: read it at one of them
+                delta = np.zeros(width)
+                first = np.full(width, -1, dtype=np.int64)
+                first[table[::-1]] = np.arange(len(table) - 1, -1, -1)
+                rep = first[first >= 0]
+                delta[first >= 0] = tables.top[a][rep] - tables.per_value[a][level][rep]
+            per_level.append(np.asarray(delta, dtype=np.float64))
+        out.append(per_level)
+    return out
 
 
 def all_nodes(heights: Sequence[int]) -> IntArray:
@@ -291,7 +415,8 @@ def search(
             and np.any(np.all(node_arr >= np.asarray(cone_roots), axis=1))
         ):
             continue
-        result = ev.evaluate(tuple(int(x) for x in node_arr))
+        node = tuple(int(x) for x in node_arr)
+        result = ev.evaluate(node)
         if (
             metric == "discernibility"
             and best is not None

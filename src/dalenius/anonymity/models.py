@@ -214,8 +214,15 @@ class ClassStats:
         out = []
         for codes, sens in zip(self.sensitive_codes, self.sensitive, strict=True):
             key = self.cls * sens.m + codes
-            uniq, inverse = np.unique(key, return_inverse=True)
-            counts = np.bincount(inverse, weights=self.count).astype(np.int64)
+            bound = self.n_classes * sens.m
+            if bound <= 4 * len(key) + 65_536:
+                # small key space: count straight into it (sorted, no hashing or sorting)
+                dense = np.bincount(key, weights=self.count, minlength=bound)
+                uniq = np.flatnonzero(dense)
+                counts = dense[uniq].astype(np.int64)
+            else:
+                uniq, inverse = np.unique(key, return_inverse=True)
+                counts = np.bincount(inverse, weights=self.count).astype(np.int64)
             out.append(
                 PairStats(
                     cls=(uniq // sens.m).astype(np.int64),
@@ -249,9 +256,38 @@ class Model:
         """The smallest class size the model allows (for an early check against the table)."""
         return 1
 
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """Monotone models every class that satisfies this one also satisfies.
+
+        The lattice search prunes with them (a node they make infeasible is infeasible for this
+        model too), which lets models that are not monotone under suppression still prune. A
+        bound derived in floating point is loosened by ``SLACK`` so it never over-claims.
+        """
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         """The model as a JSON-ready object."""
         return {"model": self.describe()}
+
+
+SLACK = 1e-9
+"""How much an implied bound is loosened against rounding (far above the model's TOLERANCE)."""
+
+
+def _implied_distinct(sensitive: Sequence[Sensitive], top_share: float) -> list[Model]:
+    """Distinct ℓ-diversity implied when the values a class holds must cover ``top_share`` of q.
+
+    A class holding d distinct values covers at most the d largest shares of the original
+    distribution; the model needs ``top_share``, so every class holds at least the smallest such
+    d values, for every sensitive attribute (the least over attributes is implied).
+    """
+    ells = []
+    for sens in sensitive:
+        q = np.sort(sens.totals / max(int(sens.totals.sum()), 1))[::-1]
+        reach = np.cumsum(q)
+        ells.append(int(np.searchsorted(reach, top_share - SLACK, side="left")) + 1)
+    ell = min(ells, default=1)
+    return [DistinctLDiversity(ell)] if ell >= 2 else []
 
 
 def _all_sensitive(stats: ClassStats, test: Any) -> BoolArray:
@@ -307,6 +343,11 @@ class AlphaKAnonymity(Model):
         """K."""
         return self.k
 
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """K-anonymity, and ⌈1/α⌉ distinct values (no share above α)."""
+        ell = math.ceil(1 / self.alpha - 1e-6)
+        return [KAnonymity(self.k)] + ([DistinctLDiversity(ell)] if ell >= 2 else [])
+
     def describe(self) -> str:
         """``(α,k)-anonymity (α=0.5, k=5)``."""
         return f"(α,k)-anonymity (α={self.alpha:g}, k={self.k})"
@@ -353,6 +394,11 @@ class EntropyLDiversity(Model):
         """Per class: exp(H) ≥ ℓ."""
         return _all_sensitive(stats, lambda p: p.entropy_l >= self.l * (1 - TOLERANCE))
 
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """Distinct ⌈ℓ⌉-diversity: exp(H) never exceeds the number of distinct values."""
+        ell = math.ceil(self.l - 1e-6)
+        return [DistinctLDiversity(ell)] if ell >= 2 else []
+
     def describe(self) -> str:
         """``entropy ℓ-diversity (ℓ=2)``."""
         return f"entropy ℓ-diversity (ℓ={self.l:g})"
@@ -380,6 +426,10 @@ class RecursiveCLDiversity(Model):
         """Per class: r1 < c · tail."""
         return _all_sensitive(stats, lambda p: p.max_count < self.c * p.tail(self.l))
 
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """Distinct ℓ-diversity: r1 < c · (r_ℓ + …) needs an ℓ-th value."""
+        return [DistinctLDiversity(self.l)]
+
     def min_class_size(self) -> int:
         """ℓ."""
         return self.l
@@ -406,6 +456,16 @@ class TCloseness(Model):
         """Per class: EMD ≤ t."""
         return _all_sensitive(stats, lambda p: p.emd <= self.t + TOLERANCE)
 
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """Distinct ℓ-diversity, for unordered values.
+
+        The equal-distance EMD is at least the share of q on the values a class lacks, so a class
+        must hold values covering 1 − t of q.
+        """
+        if any(s.ordered for s in sensitive):
+            return []
+        return _implied_distinct(sensitive, 1 - self.t)
+
     def describe(self) -> str:
         """``t-closeness (t=0.2)``."""
         return f"t-closeness (t={self.t:g})"
@@ -425,6 +485,10 @@ class BetaLikeness(Model):
     def passes(self, stats: ClassStats) -> BoolArray:
         """Per class: the largest relative gain ≤ β."""
         return _all_sensitive(stats, lambda p: p.beta <= self.beta + TOLERANCE)
+
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """Distinct ℓ-diversity: p ≤ (1 + β) q, so a class's values cover 1/(1 + β) of q."""
+        return _implied_distinct(sensitive, 1 / (1 + self.beta))
 
     def describe(self) -> str:
         """``β-likeness (β=1)``."""
@@ -452,6 +516,11 @@ class DeltaDisclosure(Model):
     def passes(self, stats: ClassStats) -> BoolArray:
         """Per class: the largest |ln(p/q)| < δ."""
         return _all_sensitive(stats, lambda p: p.delta < self.delta)
+
+    def implied(self, sensitive: Sequence[Sensitive]) -> list[Model]:
+        """Distinct ℓ-diversity with ℓ the number of values: a class lacking one fails."""
+        ell = min((int(np.count_nonzero(s.totals)) for s in sensitive), default=1)
+        return [DistinctLDiversity(ell)] if ell >= 2 else []
 
     def describe(self) -> str:
         """``δ-disclosure (δ=1)``."""
