@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ import pyarrow.compute as pc
 
 from dalenius.anonymity import Hierarchy
 from dalenius.attacks.matching import Matches, match
+from dalenius.attacks.plots import pyplot, save
 from dalenius.attacks.published import Issued, anonymous, check_against, deidentified, publish
 from dalenius.attacks.report import AttackReport, Rate
 from dalenius.attacks.voters import Scenario, scenario
@@ -203,7 +205,11 @@ class HomogeneityResult:
             ),
             "learned with certainty, claimed / right": f"{self.certain:,} / {self.certain_right:,}",
             **(
-                {"the same, for people not in the file": _rate_text(self.outside)}
+                {
+                    "certain and right for people not in the file (no background)": _rate_text(
+                        self.outside
+                    )
+                }
                 if self.outside is not None
                 else {}
             ),
@@ -550,11 +556,7 @@ def plot(results: Sequence[HomogeneityResult], path: Any, *, title: str = "") ->
     """Bars per release: the share of targets whose value was learned with certainty, with the
     stated confidence, and (census) the same certainty for people not in the file.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     labels = [_short(r) for r in results]
     y = np.arange(len(results))
     series = [
@@ -601,10 +603,7 @@ def plot(results: Sequence[HomogeneityResult], path: Any, *, title: str = "") ->
     ax.set_title(title or "Homogeneity attack: what each release discloses")
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, Path(path))
 
 
 def _short(result: HomogeneityResult) -> str:

@@ -33,12 +33,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from dalenius.attacks.matching import Matches, match
+from dalenius.attacks.plots import pyplot, save
 from dalenius.attacks.published import Issued, check_against, publish
 from dalenius.attacks.report import AttackReport, Rate
 from dalenius.attacks.voters import Scenario, scenario
@@ -376,11 +378,7 @@ def sweep(
 
 def plot(results: Sequence[LinkingResult], path: Any) -> Any:
     """Draw the share of voters linked to their own record against k, beside the 1/k bound."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ks = [max(r.k, 1) for r in results]
     rates = [r.rate.estimate for r in results]
     lows = [r.rate.estimate - r.rate.interval(0.95)[0] for r in results]
@@ -411,7 +409,4 @@ def plot(results: Sequence[LinkingResult], path: Any) -> Any:
     ax.set_title("Linking a voter roll to the census: re-identification vs k")
     ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, Path(path))

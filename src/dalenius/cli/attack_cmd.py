@@ -16,6 +16,7 @@ from typing import Any
 from dalenius.attacks import lab
 from dalenius.attacks.report import render
 from dalenius.attacks.targets import KINDS
+from dalenius.cli import attack_microdata_cmd
 from dalenius.cli.common import EXIT_OK, add_json_option, emit_json
 
 _HELP = {
@@ -54,6 +55,7 @@ def register(sub: Any) -> None:
         _common(p, name)
         _specific(p, name)
         p.set_defaults(func=run_attack)
+    attack_microdata_cmd.add_commands(actions)
 
 
 def _common(p: argparse.ArgumentParser, name: str) -> None:
