@@ -121,3 +121,14 @@ def test_bad_words_and_settings_are_refused() -> None:
         FragmentPuzzles(epsilon=0)
     with pytest.raises(ConfigurationError, match="fragment values"):
         FragmentPuzzles(epsilon=1, alphabet="".join(map(chr, range(65, 65 + 200))), tag_bits=8)
+
+
+def test_the_servers_work_is_bounded() -> None:
+    from dalenius.ldp.sfp import MAX_ASSEMBLIES, _trimmed
+
+    with pytest.raises(ConfigurationError, match="fragment_hashes"):
+        FragmentPuzzles(epsilon=1, tag_bits=10, fragment_hashes=1024)
+    lists = [[f"{p}{i}" for i in range(8)] for p in range(6)]  # 8^6 combinations
+    trimmed = _trimmed(lists)
+    assert np.prod([len(t) for t in trimmed]) <= MAX_ASSEMBLIES
+    assert all(t == full[: len(t)] for t, full in zip(trimmed, lists, strict=True))

@@ -60,6 +60,10 @@ PAD = "\x00"
 """Pads words to whole fragments; never part of an alphabet."""
 MAX_FRAGMENT_VALUES = 1 << 20
 """The most ``tag ‖ fragment`` values the server enumerates at each position."""
+MAX_FRAGMENT_HASHES = 1 << 24
+"""The most hash evaluations (values × fragment rows) the server's enumeration may take."""
+MAX_ASSEMBLIES = 4096
+"""The most words assembled from fragments under one tag (each costs one tag hash)."""
 
 _TABLES: dict[tuple[bytes, int, int, str, int], npt.NDArray[np.int64]] = {}
 """Hashes of every fragment value for recent fragment families: a server estimates each
@@ -202,6 +206,13 @@ class FragmentPuzzles:
                 f"{len(alphabet)} characters and {tag_bits} tag bits give {values:,} fragment "
                 f"values per position; the server enumerates at most {MAX_FRAGMENT_VALUES:,}.",
                 fix="use a smaller alphabet or fewer tag_bits.",
+            )
+        if isinstance(fragment_hashes, int) and values * fragment_hashes > MAX_FRAGMENT_HASHES:
+            raise ConfigurationError(
+                f"{values:,} fragment values × {fragment_hashes} fragment rows is "
+                f"{values * fragment_hashes:,} hashes for the server; the limit is "
+                f"{MAX_FRAGMENT_HASHES:,}.",
+                fix="use fewer fragment_hashes (16 is plenty), a smaller alphabet or fewer tag_bits.",
             )
         self.positions = -(-self.length // 2)
         self.hadamard = hadamard
@@ -406,7 +417,8 @@ class FragmentPuzzles:
                 over every fragment value at every position), and again that any candidate
                 word passes the word sketch's test.
             per_tag: at most this many fragments per tag and position are combined (the
-                largest estimates), bounding the candidates at ``per_tag^P`` per tag.
+                largest estimates); and at most :data:`MAX_ASSEMBLIES` combinations per tag
+                (the position with the most fragments loses its smallest first).
             confidence: the confidence of the error bars.
         """
         if not 0 < alpha < 1:
@@ -424,8 +436,8 @@ class FragmentPuzzles:
             kept.append(self._kept(self.fragment_estimates(sketches, pos), threshold, per_tag))
             thresholds.append(threshold)
         candidates: list[str] = []
-        for tag in set.intersection(*(set(k) for k in kept)) if kept else set():
-            for parts in itertools.product(*(k[tag] for k in kept)):
+        for tag in set.intersection(*(set(k) for k in kept)):
+            for parts in itertools.product(*_trimmed([k[tag] for k in kept])):
                 padded = "".join(parts)
                 stripped = padded.rstrip(PAD)
                 if stripped and PAD not in stripped and self.tag(padded) == tag:
@@ -477,6 +489,17 @@ class FragmentPuzzles:
             "fragment_width": self.fragment.width,
             "sketch": "hcms" if self.hadamard else "cms",
         }
+
+
+def _trimmed(lists: list[list[str]]) -> list[list[str]]:
+    """The lists, shortened until their product has at most :data:`MAX_ASSEMBLIES` combinations.
+
+    Each list is sorted by estimate, largest first; the longest list loses its last entry first.
+    """
+    lists = [list(found) for found in lists]
+    while math.prod(len(found) for found in lists) > MAX_ASSEMBLIES:
+        max(lists, key=len).pop()
+    return lists
 
 
 def _report(arrays: Arrays, i: int, hadamard: bool) -> dict[str, Any]:
