@@ -147,10 +147,25 @@ def test_wrong_key_unknown_collection_and_cap_change_nothing(site: Site) -> None
         ({"domain": ["only"]}, "at least 2 values"),
         ({"protocol": "nope"}, "protocol"),
         ({"bits": 3}, "does not take"),
+        (
+            {
+                "protocol": "cms",
+                "domain": None,
+                "candidates": [f"w{i}" for i in range(4000)],
+                "hashes": 8192,
+            },
+            "hash evaluations",
+        ),
+        (
+            {"protocol": "sfp", "domain": None, "tag_bits": 10, "fragment_hashes": 1024},
+            "fragment_hashes",
+        ),
+        ({"protocol": "sfp", "domain": None, "alphabet": "aa"}, "alphabet"),
     ],
 )
 def test_bad_collections_are_refused(site: Site, settings: dict, fragment: str) -> None:
     body = {"name": "x", "protocol": "grr", "epsilon": 1, "domain": DOMAIN, **settings}
+    body = {k: v for k, v in body.items() if v is not None}
     answer = site.client.post("/v1/ldp/collections", json=body, headers=site.as_(site.curator))
     assert answer.status_code == 400
     assert fragment in answer.text

@@ -183,6 +183,13 @@ class CollectionSpec:
             self.per_report = self.rappor.epsilon_one
         elif p in ("cms", "hcms"):
             self.labels = _labels(s, "candidates")
+            hashes = _int(s.get("hashes", 64), "hashes")
+            if len(self.labels) * hashes > 1 << 24:
+                raise _fail(
+                    f"{len(self.labels):,} candidates × {hashes} hashes is too many hash "
+                    "evaluations for each estimate (the limit is 2^24).",
+                    fix="use fewer hashes (64 is the usual) or fewer candidates.",
+                )
             self.sketch = CountMeanSketch(
                 epsilon=eps,
                 hashes=_int(s.get("hashes", 64), "hashes"),
