@@ -28,6 +28,7 @@ class Classes:
         of_record: the class of each released record.
         sizes: the number of records in each class.
         values: the sensitive values' counts in each class.
+        index: the class of each tuple of labels.
     """
 
     of_record: np.ndarray

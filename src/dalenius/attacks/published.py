@@ -24,23 +24,22 @@ record, which only the scoring code reads. The releases, weakest first:
 from __future__ import annotations
 
 import datetime
-import tempfile
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dalenius.anonymity import DistinctLDiversity, Hierarchy, KAnonymity, TCloseness, anonymize
 from dalenius.anonymity.models import Model
 from dalenius.attacks.voters import Scenario
-from dalenius.core.errors import ConfigurationError
-from dalenius.datasets import generate_visits
-from dalenius.datasets.schema import CATALOG_FILE, REFERENCE_DATE, catalog_text
+from dalenius.core.catalog import Catalog
+from dalenius.core.errors import ConfigurationError, InternalError
+from dalenius.core.loss import ApproxDP
+from dalenius.datasets.schema import REFERENCE_DATE, catalog_text
 from dalenius.engine.session import connect
 
 Coarsen = Callable[[Sequence[Any]], list[Any]]
@@ -234,7 +233,10 @@ def anonymous(
     mask = np.fromiter((k in kept for k in all_keys), dtype=bool, count=len(all_keys))
     ids = records.column(id_column).to_numpy()[mask]
     if len(ids) != release.table.num_rows:
-        raise AssertionError("released records do not line up with the source records")
+        raise InternalError(
+            "the released records do not line up with the source records; this is a bug in "
+            "Dalenius: please report it."
+        )
     return Issued(published, ids, records.num_rows)
 
 
@@ -269,11 +271,10 @@ def dalenius_synthetic(
     columns: Sequence[str] = SYNTHETIC_COLUMNS,
     age_bins: int = 10,
     zip_to_state: Mapping[str, str] | None = None,
-    directory: Path | None = None,
 ) -> Issued:
     """Synthetic census rows from Dalenius (MST) under an (ε, δ) budget: no record is a person.
 
-    The records are written with the census catalog, a session with a budget of exactly
+    The records are declared with the census catalog's keys and bounds, a session with a budget of exactly
     ``(epsilon, delta)`` is opened, and :meth:`~dalenius.engine.session.Session.synthesize`
     releases as many rows as there were records. The attacker links on what is left of the
     quasi-identifiers — state (from the public ZIP directory ``zip_to_state``), sex and age band
@@ -282,25 +283,19 @@ def dalenius_synthetic(
     Raises:
         ConfigurationError: if a column is unknown or the sensitive column is not among ``columns``.
     """
-    from dalenius.core.loss import ApproxDP
-
     if sensitive not in columns:
         raise ConfigurationError(
             f"the sensitive column {sensitive!r} is not among the synthetic columns {list(columns)}.",
             fix=f"add {sensitive!r} to columns.",
         )
     _check_columns(records, [*columns, "person_id"])
-    directory = directory or Path(tempfile.mkdtemp(prefix="dalenius-attack-"))
-    directory.mkdir(parents=True, exist_ok=True)
-    pq.write_table(records, directory / "people.parquet")
-    pq.write_table(generate_visits(records), directory / "visits.parquet")
-    catalog = directory / CATALOG_FILE
-    catalog.write_text(
-        catalog_text("released", "The released file of an attack experiment.", "parquet"),
-        encoding="utf-8",
-    )
+    # The census catalog's declarations (keys, bounds, the person as unit), over the records in
+    # memory: nothing is written to disk.
+    doc = tomllib.loads(catalog_text("released", "The released file of an attack experiment."))
+    del doc["tables"]["visits"]
+    doc["tables"]["people"]["source"] = records
     budget = ApproxDP(Fraction(str(epsilon)), Fraction(str(delta)))
-    with connect(catalog, budget=budget) as session:
+    with connect(Catalog.from_dict(doc), budget=budget) as session:
         result = session.synthesize(
             "people",
             list(columns),
