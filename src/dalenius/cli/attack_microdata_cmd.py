@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -34,12 +35,12 @@ def add_commands(attack: Any) -> None:
     p = attack.add_parser(
         "linking",
         help="re-identify a released census file with a voter roll (Sweeney's attack)",
-        description=(
+        description=textwrap.fill(
             "Draw the demo census, release a share of it (--against: names dropped, k-anonymous, "
             "l-diverse, t-close, or Dalenius synthetic rows), draw a voter roll (name, ZIP, date "
             "of birth, sex of the registered adults) and join the two on the quasi-identifiers. "
             "Prints the share of people unique on (ZIP, date of birth, sex), the share of voters "
-            "linked to their own record (a 95%% interval; at most 1/k against a k-anonymous "
+            "linked to their own record (a 95% interval; at most 1/k against a k-anonymous "
             "release) and what the link reveals."
         ),
         epilog="example:\n  dalenius attack linking --against raw --against k-anonymous --k 5 --plot linking.png",
@@ -68,7 +69,7 @@ def add_commands(attack: Any) -> None:
     h = attack.add_parser(
         "homogeneity",
         help="learn sensitive values from a k-anonymous file (homogeneity, background knowledge)",
-        description=(
+        description=textwrap.fill(
             "Find each target's class in a released file and read the sensitive values left once "
             "the attacker's background knowledge rules some out. --data course replays the "
             "course's twelve patients (Bob, Umeko); --data census attacks every released person "
