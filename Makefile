@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser bench clean
+.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser bench clean package
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,16 @@ pytest-fast:
 
 bench: $(STAMP_DEV)
 	$(BIN)/python bench/noise.py
+
+## package: build the wheel and sdist (python -m build), install the wheel with its base
+## dependencies into a fresh virtualenv (pip's cache reused) and run the README's quick-start with it
+PKG_VENV := build/wheel-venv
+package: $(STAMP_DEV)
+	rm -rf dist $(PKG_VENV)
+	$(BIN)/python -m build --outdir dist . >/dev/null
+	$(PYTHON) -m venv $(PKG_VENV)
+	$(PKG_VENV)/bin/python -m pip install --quiet dist/*.whl
+	$(PKG_VENV)/bin/python .ci/quickstart.py . dist/*.whl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
