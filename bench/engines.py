@@ -347,7 +347,7 @@ def make_session(
     # A budget no run exhausts; every run is a fresh analyst, so none is answered from the cache.
     ledger.set_budget(analyst, catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
     session = connect(catalog, ledger=ledger, analyst=analyst, executor=executor)
-    session._prepare = timer.wrap("plan", session._prepare)  # type: ignore[method-assign]
+    session.prepare = timer.wrap("plan", session.prepare)  # type: ignore[method-assign]
     return session
 
 

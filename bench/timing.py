@@ -57,7 +57,7 @@ from dalenius.core.deadlines import write_deadlines
 from dalenius.core.errors import DeadlineError
 from dalenius.core.loss import PureDP
 from dalenius.engine.calibrate import calibrate
-from dalenius.engine.session import Session, _Prepared
+from dalenius.engine.session import Prepared, Session
 from dalenius.engine.timing import plan_class
 from dalenius.executors.duckdb import CONSTANT_TIME_DISABLED_OPTIMIZERS, DuckDBExecutor
 from dalenius.ledger.base import open_ledger
@@ -262,7 +262,7 @@ class FreshSession(Session):
         super().__init__(*args, **kwargs)
         self._fresh = itertools.count()
 
-    def _request_key(self, prepared: _Prepared) -> str:
+    def _request_key(self, prepared: Prepared) -> str:
         return f"{super()._request_key(prepared)}:{next(self._fresh)}"
 
 
@@ -312,7 +312,7 @@ def calibrate_pair(pair: Pair, folder: Path, runs: int) -> float:
 
 
 def _class_of(session: Session, sql: str) -> str:
-    return plan_class(session._prepare(sql, 1).plan)
+    return plan_class(session.prepare(sql, 1).plan)
 
 
 @dataclass

@@ -36,7 +36,7 @@ def test_removing_a_heavy_unit_moves_each_measurement_by_at_most_its_sensitivity
     sessions = sessions_on(engine)
     heavy, light = sessions["heavy"], sessions["visits"]
     for sql in QUERIES:
-        plan = heavy._prepare(sql, 1).plan
+        plan = heavy.prepare(sql, 1).plan
         for _ in range(repeats):  # a fresh hash key each time: the bound holds for every key
             with_unit, without = exact_units_for(heavy, sql), exact_units_for(light, sql)
             for m in plan.measurements:
@@ -97,7 +97,7 @@ def test_ranking_only_units_over_their_caps_keeps_the_rows_ranking_every_unit_ke
     over = 0
     for sql, delta in MIXED_QUERIES:
         for salt in range(repeats):
-            exact = session._prepare(sql, 1, delta, salt=1_000_003 * salt + 17).exact
+            exact = session.prepare(sql, 1, delta, salt=1_000_003 * salt + 17).exact
             for statement in [exact.main, *(q for _, q in exact.histograms)]:
                 if engine == "spark":  # Spark ranks every row (read once): nothing to compare
                     assert "__over" not in statement

@@ -204,7 +204,7 @@ def test_plan_classes_come_from_the_plan(tmp_path: Path) -> None:
         'SELECT g, MAX(x) FROM "t" GROUP BY g': "quantile",
     }
     for sql, expected in cases.items():
-        assert plan_class(session._prepare(sql, 1).plan) == expected, sql
+        assert plan_class(session.prepare(sql, 1).plan) == expected, sql
 
 
 # -- every outcome at the deadline -------------------------------------------------------------
@@ -303,7 +303,7 @@ def test_class_queries_include_a_join_of_two_private_tables_on_the_unit(tmp_path
     assert set(queries) == {"scan", "group_by", "quantile", "join"}
     session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
     for name, query in queries.items():
-        assert plan_class(session._prepare(query.sql, 1, query.delta).plan) == name
+        assert plan_class(session.prepare(query.sql, 1, query.delta).plan) == name
 
 
 def _second_table() -> str:

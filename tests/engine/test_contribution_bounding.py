@@ -76,7 +76,7 @@ def test_removing_a_heavy_unit_moves_each_measurement_by_at_most_its_sensitivity
 ) -> None:
     with_heavy, without = frames
     a, b = make(tmp_path, with_heavy, "a"), make(tmp_path, without, "b")
-    plan = a._prepare(sql, 1).plan
+    plan = a.prepare(sql, 1).plan
     for salt in (3, 99, 2**50):  # the bound must hold for every hash key, the same on both sides
         ua, ub = exact_units_for(a, sql, salt=salt), exact_units_for(b, sql, salt=salt)
         for m in plan.measurements:

@@ -296,7 +296,7 @@ def test_a_returned_reservation_can_never_pass_the_gate(catalog: Catalog) -> Non
     ledger = open_ledger(None)
     ledger.set_budget("analyst", "gated", PureDP(Fraction(1)))
     with Session(catalog, ledger=ledger, executor=DuckDBExecutor(catalog)) as session:
-        prepared = session._prepare(COUNT, EPS)
+        prepared = session.prepare(COUNT, EPS)
         from dalenius.ledger.base import ChargeRequest, Reservation
 
         outcome = ledger.reserve(

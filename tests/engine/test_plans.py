@@ -79,13 +79,13 @@ def test_a_repeated_query_is_validated_and_planned_once(
     plans.PLANS.clear()
     parsed, planned = counting(monkeypatch, "to_query"), counting(monkeypatch, "to_dp")
     sql = "SELECT sex, COUNT(*), AVG(age) FROM adult GROUP BY sex"
-    first = adult._prepare(sql, 1)
-    second = adult._prepare(sql, 1)
+    first = adult.prepare(sql, 1)
+    second = adult.prepare(sql, 1)
     assert (len(parsed), len(planned)) == (1, 1)
     assert second.plan is first.plan and second.exact == first.exact
-    adult._prepare(sql, 0.5)  # another ε: another plan, same validated query
+    adult.prepare(sql, 0.5)  # another ε: another plan, same validated query
     assert (len(parsed), len(planned)) == (1, 2)
-    assert adult._prepare(sql, 0.5).plan.loss == adult._prepare(sql, "0.5").plan.loss
+    assert adult.prepare(sql, 0.5).plan.loss == adult.prepare(sql, "0.5").plan.loss
 
 
 def test_refusals_are_validated_and_raised_every_time(
@@ -95,7 +95,7 @@ def test_refusals_are_validated_and_raised_every_time(
     parsed = counting(monkeypatch, "to_query")
     for _ in range(2):
         with pytest.raises(QueryError, match="fnlwgt"):
-            adult._prepare("SELECT SUM(fnlwgt) FROM adult", 1)
+            adult.prepare("SELECT SUM(fnlwgt) FROM adult", 1)
     assert len(parsed) == 2  # nothing was cached for the refused query
 
 
@@ -115,15 +115,15 @@ def test_a_join_with_a_public_table_reads_it_for_every_query(
         "SELECT l.level, COUNT(*) FROM adult a JOIN edu_levels l "
         "ON a.education = l.education GROUP BY l.level"
     )
-    adult._prepare(sql, 1)
-    adult._prepare(sql, 1)
+    adult.prepare(sql, 1)
+    adult.prepare(sql, 1)
     assert reads == ["edu_levels", "edu_levels"]
 
 
 def test_a_bounded_query_gets_a_fresh_hash_key_every_time(pums: Session) -> None:
     plans.PLANS.clear()
     sql = "SELECT sex, COUNT(*) FROM pums GROUP BY sex"
-    texts = [pums._prepare(sql, 1).exact.main for _ in range(3)]
+    texts = [pums.prepare(sql, 1).exact.main for _ in range(3)]
     keys = [re.findall(r"HASH\((\d+)", text) for text in texts]
     assert all(k for k in keys)
     assert len({k[0] for k in keys}) == 3
@@ -134,7 +134,7 @@ def test_a_bounded_query_gets_a_fresh_hash_key_every_time(pums: Session) -> None
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres", "spark"])
 def test_a_salted_template_writes_exactly_the_sql_of_each_key(pums: Session, dialect: str) -> None:
     sql = "SELECT sex, COUNT(*), AVG(income), MEDIAN(age) FROM pums GROUP BY sex"
-    plan = pums._prepare(sql, 1).plan
+    plan = pums.prepare(sql, 1).plan
     template = SaltedTemplate.build(lambda s: exact_queries(plan, dialect, salt=s))
     assert template is not None
     for salt in (0, 1, 99, 2**31, 2**62 - 2):
@@ -146,11 +146,11 @@ def test_a_salted_template_writes_exactly_the_sql_of_each_key(pums: Session, dia
 def test_no_template_when_the_query_itself_holds_the_stand_in(pums: Session) -> None:
     sentinel = plans._SENTINEL
     sql = f"SELECT COUNT(*) FROM pums WHERE income <> {sentinel}"
-    plan = pums._prepare(sql, 1).plan
+    plan = pums.prepare(sql, 1).plan
     assert SaltedTemplate.build(lambda s: exact_queries(plan, "duckdb", salt=s)) is None
     # ... and the query is still answered, with the SQL written afresh.
     plans.PLANS.clear()
-    assert str(sentinel) in pums._prepare(sql, 1).exact.main
+    assert str(sentinel) in pums.prepare(sql, 1).exact.main
 
 
 def test_cached_plans_give_the_same_answers(adult: Session) -> None:

@@ -32,7 +32,7 @@ def session(tmp_path: Path, csv: str, columns: str, *, budget: int | None = None
 
 def test_huge_exact_values_are_clamped_not_an_overflow(tmp_path: Path) -> None:
     s = session(tmp_path, "x\n1\n", 'x = { type = "int", bounds = [0, 10] }\n')
-    plan = s._prepare("SELECT COUNT(*), SUM(x) FROM t", 1).plan
+    plan = s.prepare("SELECT COUNT(*), SUM(x) FROM t", 1).plan
     exact = exact_values(plan, [(2**70, -(2**70))], {})
     assert [int(v[0]) for v in exact.scalars.values()] == [EXACT_LIMIT, -EXACT_LIMIT]
 

@@ -107,7 +107,7 @@ def test_query_targets_are_met_minimally_per_measurement(session: Session) -> No
 
 def test_the_explained_error_bars_come_from_the_same_function(session: Session) -> None:
     sql = "SELECT education, COUNT(*), SUM(age) FROM adult GROUP BY education"
-    plan = session._prepare(sql, None, targets=parse_targets(2500), confidence=0.95).plan
+    plan = session.prepare(sql, None, targets=parse_targets(2500), confidence=0.95).plan
     for m in plan.measurements:
         assert error_units(m, 0.95) * m.granularity <= 2500
         smaller = Measurement(**{**m.__dict__, "epsilon": m.epsilon * F(99, 100)})

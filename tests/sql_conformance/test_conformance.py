@@ -21,7 +21,7 @@ from tests.support.exact import exact_answer
 
 from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import PrivacyRefusal, QueryError
-from dalenius.engine.release import rank_target
+from dalenius.engine.noise import rank_target
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger.base import open_ledger
@@ -63,7 +63,7 @@ def test_answered(
 ) -> None:
     session = sessions[case.dataset]
     answer = exact_answer(session, case.sql, 1, case.delta)
-    plan = session._prepare(case.sql, 1, case.delta).plan
+    plan = session.prepare(case.sql, 1, case.delta).plan
     expected = case.expected(frames[case.dataset], frames)
     n_keys = len(plan.query.group_by)
     got = {tuple(_plain(v) for v in row[:n_keys]) if n_keys else (): row for row in answer.rows}
@@ -87,7 +87,7 @@ def test_answered(
 def test_refused(case: Refused, sessions: dict[str, Session]) -> None:
     session = sessions[case.dataset]
     with pytest.raises(QueryError) as info:
-        session._prepare(case.sql, 1, case.delta)
+        session.prepare(case.sql, 1, case.delta)
     err = info.value
     assert err.clause == case.clause, str(err)
     assert case.fragment in str(err), str(err)

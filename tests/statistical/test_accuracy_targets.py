@@ -56,7 +56,7 @@ def test_released_errors_meet_the_targets_at_the_stated_confidence(
         if exact is None:
             exact = {row[0]: row for row in exact_answer(session, SQL).rows}
             targets = parse_targets(TARGETS)
-            plan = session._prepare(SQL, None, targets=targets, confidence=CONFIDENCE).plan
+            plan = session.prepare(SQL, None, targets=targets, confidence=CONFIDENCE).plan
         result = session.query(SQL, target_error=TARGETS, confidence=CONFIDENCE)
         for row in result.rows:
             truth = exact[row[0]]

@@ -10,14 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dalenius.engine.release import (
-    Answer,
-    Exact,
-    Noisy,
-    exact_values,
-    post_process,
-    selection_utilities,
-)
+from dalenius.engine.noise import Exact, Noisy, selection_utilities
+from dalenius.engine.release import Answer, exact_values, post_process
 from dalenius.engine.session import Session
 
 
@@ -25,7 +19,7 @@ def exact_data(
     session: Session, sql: str, epsilon: Any = 1, delta: Any = None, *, salt: int | None = None
 ) -> tuple[Any, Exact]:
     """The plan and the exact per-group measurements of ``sql`` (``salt``: the bounding hash key)."""
-    prepared = session._prepare(sql, epsilon, delta, salt=salt)
+    prepared = session.prepare(sql, epsilon, delta, salt=salt)
     for table in prepared.tables:
         session.executor.prepare(table)
     main = session.executor.fetch(prepared.exact.main)

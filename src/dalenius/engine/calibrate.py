@@ -36,7 +36,7 @@ from dalenius.core.deadlines import Deadlines, public_fingerprint
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import ApproxDP
 from dalenius.core.unit import IdUnit
-from dalenius.engine.session import Session, _Prepared
+from dalenius.engine.session import Prepared, Session
 from dalenius.engine.timing import Deadline
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger.base import open_ledger
@@ -230,7 +230,7 @@ class _TimedSession(Session):
         self.started = start
         return None
 
-    def _request_key(self, prepared: _Prepared) -> str:
+    def _request_key(self, prepared: Prepared) -> str:
         return f"{super()._request_key(prepared)}:{next(self._fresh)}"
 
 

@@ -1,9 +1,11 @@
 """Release: noise the exact measurements, select groups and quantiles, then post-process.
 
-Only :func:`add_noise` touches exact values: it adds discrete Laplace noise to every measurement
-of every observed group, applies the private partition selection (groups without public keys), and
-runs the exponential-mechanism selections for quantiles, MEDIAN, MIN and MAX in the released groups.
-Its result — noisy integers, released group keys and chosen bins — is what the ledger records.
+Only :func:`~dalenius.engine.noise.add_noise` touches exact values (the noise step, with the
+mechanisms and the bottom-up loss audit, is its own module, :mod:`dalenius.engine.noise`): it
+adds discrete Laplace noise to every measurement of every observed group, applies the private
+partition selection (groups without public keys), and runs the exponential-mechanism selections
+for quantiles, MEDIAN, MIN and MAX in the released groups. Its result — noisy integers, released
+group keys and chosen bins — is what the ledger records.
 Everything after it (:func:`post_process`) is post-processing and costs no privacy: statistics
 (AVG = noisy SUM / noisy COUNT, variances), output expressions, HAVING, ORDER BY, LIMIT, intervals.
 
@@ -21,57 +23,23 @@ import itertools
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from dalenius.core.catalog import Key
+from dalenius.engine.noise import Exact, GroupKeyTuple, Noisy
 from dalenius.mechanisms.exponential import PermuteAndFlip
-from dalenius.mechanisms.partition_selection import SelectionCalibration, select_groups
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
 from dalenius.plan.expr import Col, columns
 from dalenius.plan.nodes import DPQuery, Measurement, OrderItem, Statistic, agg_ref, key_ref
-from dalenius.plan.noise import error_units, mechanism_for
+from dalenius.plan.noise import error_units
 
 Cell = Any
-GroupKeyTuple = tuple[Key | None, ...]
-
-
-@dataclass
-class Exact:
-    """Exact per-group values, as the engine computed them (never leaves this module unnoised)."""
-
-    groups: list[GroupKeyTuple]
-    scalars: dict[str, npt.NDArray[np.int64]]
-    histograms: dict[str, npt.NDArray[np.int64]]
-
-
-@dataclass
-class Noisy:
-    """What is released and recorded: noisy measurements of released groups, chosen bins."""
-
-    groups: list[GroupKeyTuple]
-    values: dict[str, list[int]]
-    bins: dict[str, list[int]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready form for the ledger."""
-        return {"groups": [list(g) for g in self.groups], "values": self.values, "bins": self.bins}
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Noisy:
-        """Rebuild from :meth:`to_json`."""
-        return cls(
-            groups=[tuple(g) for g in doc["groups"]],
-            values={k: [int(x) for x in v] for k, v in doc["values"].items()},
-            bins={k: [int(x) for x in v] for k, v in doc.get("bins", {}).items()},
-        )
 
 
 def exact_values(
@@ -114,73 +82,6 @@ def exact_values(
             )
         histograms[m.name] = counts
     return Exact(groups=groups, scalars=scalars, histograms=histograms)
-
-
-def add_noise(plan: DPQuery, exact: Exact) -> Noisy:
-    """Draw all noise and make all private selections (the only step that reads exact values)."""
-    noisy_all: dict[str, list[int]] = {}
-    keep = list(range(len(exact.groups)))
-    sel = plan.selection
-    for m in plan.measurements:
-        if m.kind == "histogram":
-            continue
-        mech = mechanism_for(m)
-        exact_m = exact.scalars[m.name]
-        if sel is not None and m.name == sel.measurement:
-            assert mech is not None, "a selection count always has noise"
-            calibration = SelectionCalibration(sel.threshold - 1, sel.mix, sel.delta)
-            released, mask = select_groups(exact_m, mech.scale, calibration)
-            keep = [int(i) for i in np.flatnonzero(mask)]
-        else:
-            released = exact_m if mech is None else mech.release(exact_m)
-        noisy_all[m.name] = [int(v) for v in released]
-    groups = [exact.groups[i] for i in keep]
-    values = {
-        name: [vals[i] for i in keep]
-        for name, vals in noisy_all.items()
-        if plan.selection is None or name != plan.selection.measurement or plan.selection.shared
-    }
-    bins: dict[str, list[int]] = {}
-    for s_index, stat in enumerate(plan.statistics):
-        if stat.kind != "quantile":
-            continue
-        m = plan.measurement(stat.inputs[0])
-        mechanism = PermuteAndFlip(m.sensitivity_units, stat.epsilon)
-        chosen = []
-        for i in keep:
-            counts = [int(c) for c in exact.histograms[m.name][i]]
-            chosen.append(mechanism.select(selection_utilities(stat, m, counts)))
-        bins[f"s{s_index}"] = chosen
-    return Noisy(groups=groups, values=values, bins=bins)
-
-
-def selection_utilities(stat: Statistic, m: Measurement, counts: Sequence[int]) -> list[Fraction]:
-    """Utility of each bin: minus the distance from the target rank to the ranks the bin spans.
-
-    The target is ``q·n`` for a quantile, and a small public rank ``r`` from the bottom (MIN) or the
-    top (MAX), where ``r`` is what the selection reaches reliably; aiming at rank 0 instead would
-    make every empty bin below the minimum as good as the minimum itself. One unit moves every
-    utility by at most its row cap, the sensitivity the selection is calibrated to.
-    """
-    total = sum(counts)
-    if stat.rank is not None:
-        r = rank_target(stat, m)
-        target = Fraction(r) if stat.rank == "low" else Fraction(total - r)
-    else:
-        assert stat.q is not None
-        target = stat.q * total
-    out, below = [], 0
-    for count in counts:
-        through = below + count
-        out.append(-max(Fraction(0), below - target, target - through))
-        below = through
-    return out
-
-
-def rank_target(stat: Statistic, m: Measurement) -> int:
-    """The public rank MIN/MAX aim at: the selection's own rank error at 95%."""
-    mechanism = PermuteAndFlip(m.sensitivity_units, stat.epsilon)
-    return math.ceil(mechanism.utility_error_bar(len(m.edges) - 1, Fraction(95, 100)))
 
 
 def rank_error(stat: Statistic, m: Measurement, confidence: float) -> int:

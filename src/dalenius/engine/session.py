@@ -6,10 +6,13 @@ The flow of :meth:`Session.query`, in order:
 2. compile the DP plan: measurements, sensitivities, the ε split — the loss is now known;
 3. reserve the loss in the ledger, atomically (refused if any budget would be exceeded; an
    identical earlier request is answered from the ledger's record at no cost);
+   then the loss is recomputed bottom-up from the mechanisms the release will use
+   (:func:`dalenius.engine.noise.check_reserved`): a plan that would spend more than it reserved
+   is a defect, refused with the reservation returned and an audit line;
 4. pass the data gate (:mod:`dalenius.engine.gate`): the reservation becomes a durable charge
    before any engine call touches a private table — from here on every outcome is charged;
 5. compute the exact, clipped aggregates inside the engine;
-6. draw noise from the OS generator;
+6. draw noise from the OS generator with those mechanisms (:mod:`dalenius.engine.noise`);
 7. commit the ledger entry durably — only then does the answer leave;
 8. post-process: AVG from SUM and COUNT, error bars, formatting.
 
@@ -45,8 +48,16 @@ from dalenius.core.errors import (
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
 from dalenius.engine.gate import DataGate, GatedEngine
+from dalenius.engine.noise import (
+    LossDefect,
+    Mechanisms,
+    Noisy,
+    add_noise,
+    build_mechanisms,
+    check_reserved,
+)
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
-from dalenius.engine.release import Noisy, add_noise, exact_values, post_process
+from dalenius.engine.release import exact_values, post_process
 from dalenius.engine.releases import (
     audit_refusal,
     fetch_release,
@@ -97,7 +108,12 @@ _alerts = logging.getLogger("dalenius.alerts")
 
 
 @dataclass(frozen=True)
-class _Prepared:
+class Prepared:
+    """A query ready to release: its DP plan, its exact SQL for this executor, the tables it
+    reads and (accuracy first) the ε split chosen. Built by :meth:`Session.prepare`; reads no
+    private data and spends nothing.
+    """
+
     plan: DPQuery
     exact: ExactSQL
     tables: tuple[Table, ...]
@@ -158,7 +174,7 @@ class Session:
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         targets = parse_targets(target_error, target_relative, expected)
-        prepared = self._prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+        prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
         return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
 
     def query(
@@ -190,7 +206,7 @@ class Session:
         conf = _confidence(confidence if confidence is not None else self.confidence)
         try:
             targets = parse_targets(target_error, target_relative, expected)
-            prepared = self._prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+            prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
             # The release clock starts once the plan is ready: parsing and planning read only
             # the query text and the catalog, and take as long as a new text needs.
             deadline = self._deadline(prepared.plan, time.monotonic())
@@ -222,22 +238,38 @@ class Session:
                 shared=outcome.shared_from is not None,
                 accuracy=_accuracy(prepared),
             )
-        if deadline is None:
-            return self._release(outcome, prepared, conf, lambda: True)
         reservation = outcome
+        mechanisms = self._audited(reservation, plan)
+        if deadline is None:
+            return self._release(reservation, prepared, mechanisms, conf, lambda: True)
         try:
             return deadline.run(
-                lambda claim: self._release(reservation, prepared, conf, claim),
+                lambda claim: self._release(reservation, prepared, mechanisms, conf, claim),
                 on_miss=lambda: self._missed(reservation, deadline),
                 interrupt=self.executor.interrupt,
             )
         except DeadlineMissed:
             raise DeadlineError() from None
 
+    def _audited(self, reservation: Reservation, plan: DPQuery) -> Mechanisms:
+        """The mechanisms of the release, once their loss, recomputed bottom-up, fits the
+        reservation; otherwise the reservation is returned (nothing spent, audited) and the
+        defect raised. Decided before the data gate, from the plan alone.
+        """
+        try:
+            mechanisms = build_mechanisms(plan)
+            check_reserved(plan, mechanisms, reservation.request.loss)
+        except LossDefect as exc:
+            self.ledger.release(reservation, f"defect: {exc}")
+            _alerts.error("dataset %r: %s", self.dataset, exc)
+            raise
+        return mechanisms
+
     def _release(
         self,
         reservation: Reservation,
-        prepared: _Prepared,
+        prepared: Prepared,
+        mechanisms: Mechanisms,
         conf: float,
         claim: Callable[[], bool],
     ) -> Result:
@@ -248,7 +280,7 @@ class Session:
         """
         plan = prepared.plan
         with self.gate.passage(reservation) as engine:
-            noisy = self._evaluate(engine, prepared)
+            noisy = self._evaluate(engine, prepared, mechanisms)
             if not claim():
                 raise DeadlineMissed(plan_class(plan))
             entry_id = self.ledger.commit(reservation, _encode(noisy))
@@ -612,16 +644,27 @@ class Session:
 
     # -- steps ----------------------------------------------------------------------------------
 
-    def _prepare(
+    def prepare(
         self,
         sql: str,
-        epsilon: Any,
+        epsilon: Any = None,
         delta: Any = None,
         *,
         salt: int | None = None,
         targets: Targets | None = None,
         confidence: float = DEFAULT_CONFIDENCE,
-    ) -> _Prepared:
+    ) -> Prepared:
+        """Parse, validate and plan ``sql``: the first step of :meth:`query` and :meth:`explain`.
+
+        The public seam for tests and tools that inspect a plan or its exact SQL: it reads only
+        the query, the catalog and public tables, and spends nothing. ``salt`` fixes the key of
+        contribution bounding's hash ranking (drawn from the OS generator when omitted); with
+        ``targets`` the ε split is the smallest meeting them at ``confidence``.
+
+        Raises:
+            QueryError: the SQL cannot be answered (located at its clause).
+            ConfigurationError: a missing or inconsistent ε or δ.
+        """
         catalog = self.catalog
         resolved = PLANS.get(catalog, ("query", sql), lambda: to_query(sql, catalog))
         if targets is not None:
@@ -650,7 +693,7 @@ class Session:
         except QueryError as exc:  # a refusal while planning: point at its clause
             raise located(exc, sql) from None
         exact = self._exact_sql(plan, None if measured else key, salt)
-        return _Prepared(plan=plan, exact=exact, tables=resolved.tables)
+        return Prepared(plan=plan, exact=exact, tables=resolved.tables)
 
     def _prepare_for_accuracy(
         self,
@@ -660,7 +703,7 @@ class Session:
         delta: Any,
         targets: Targets,
         confidence: float,
-    ) -> _Prepared:
+    ) -> Prepared:
         """Prepare with the smallest ε split meeting ``targets`` (see dalenius.plan.accuracy)."""
         if epsilon is not None or resolved.options.epsilon is not None:
             raise ConfigurationError(
@@ -706,7 +749,7 @@ class Session:
         measured: bool,
         dlt: Fraction | None,
         allocation: Allocation,
-    ) -> _Prepared:
+    ) -> Prepared:
         """The plan and exact SQL of ``query`` with the ε split of ``allocation``."""
         eps, shares = allocation.epsilon, allocation.shares
         key = ("plan", sql, eps, dlt, tuple(sorted(shares.items())))
@@ -716,7 +759,7 @@ class Session:
             else PLANS.get(self.catalog, key, lambda: to_dp(query, eps, dlt, shares))
         )
         exact = self._exact_sql(plan, None if measured else key, None)
-        return _Prepared(plan=plan, exact=exact, tables=resolved.tables, allocation=allocation)
+        return Prepared(plan=plan, exact=exact, tables=resolved.tables, allocation=allocation)
 
     def _exact_sql(self, plan: DPQuery, key: tuple[Any, ...] | None, salt: int | None) -> ExactSQL:
         """The exact SQL of ``plan`` for this executor, from the plan cache under ``key`` if given."""
@@ -792,16 +835,16 @@ class Session:
         return int(value)
 
     @staticmethod
-    def _evaluate(engine: GatedEngine, prepared: _Prepared) -> Noisy:
+    def _evaluate(engine: GatedEngine, prepared: Prepared, mechanisms: Mechanisms) -> Noisy:
         """Exact aggregates from the engine, then noise: behind the data gate only."""
         plan = prepared.plan
         for table in prepared.tables:
             engine.prepare(table)
         main = engine.fetch(prepared.exact.main)
         histograms = {name: engine.fetch(sql) for name, sql in prepared.exact.histograms}
-        return add_noise(plan, exact_values(plan, main, histograms))
+        return add_noise(plan, exact_values(plan, main, histograms), mechanisms)
 
-    def _request_key(self, prepared: _Prepared) -> str:
+    def _request_key(self, prepared: Prepared) -> str:
         versions = "|".join(self.executor.data_version(t) for t in prepared.tables)
         payload = f"{prepared.plan.fingerprint()}|{versions}|{ANSWER_FORMAT}"
         return hashlib.sha256(payload.encode()).hexdigest()
@@ -919,7 +962,7 @@ def _merge(name: str, given: Any, in_sql: Fraction | None, *, allow_zero: bool) 
     return value if value is not None else in_sql
 
 
-def _accuracy(prepared: _Prepared) -> dict[str, Any] | None:
+def _accuracy(prepared: Prepared) -> dict[str, Any] | None:
     return None if prepared.allocation is None else prepared.allocation.to_dict()
 
 

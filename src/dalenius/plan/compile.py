@@ -35,17 +35,12 @@ from dalenius.plan.expr import Col, Expr
 from dalenius.plan.nodes import (
     AggCall,
     DPQuery,
-    Filter,
-    Join,
     Measurement,
     MeasurementKind,
-    Project,
     Query,
-    Relation,
-    Scan,
     Selection,
     Statistic,
-    UnitAggregate,
+    bound_contributions,
     output_fields,
 )
 from dalenius.plan.noise import mechanism_for
@@ -65,24 +60,8 @@ _Key = tuple[MeasurementKind, Expr | None, Bounds | None, Fraction, bool, str]
 
 def caps(query: Query) -> tuple[int, int]:
     """``(R, G)``: the most rows and the most groups one privacy unit contributes."""
-    unit = query.unit
-    if unit.kind == "row":
-        m = _multiplicity(query.relation)
-        return m, m
-    return unit.max_rows, unit.max_groups
-
-
-def _multiplicity(relation: Relation) -> int:
-    match relation:
-        case Scan():
-            return 1
-        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
-            return _multiplicity(c)
-        case Join(left=left, multiplicity=m, kind=kind):
-            if m < 0:
-                raise AssertionError("join multiplicity was not measured before compiling")
-            return _multiplicity(left) * max(m, 1 if kind == "left" else m)
-    raise AssertionError(f"unknown relation {relation!r}")
+    bounding = bound_contributions(query)
+    return bounding.max_rows, bounding.max_groups
 
 
 MAX_EPSILON = Fraction(1000)

@@ -15,6 +15,8 @@ from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.accuracy import Allocation
 from dalenius.plan.expr import Col, Expr, render
 from dalenius.plan.nodes import (
+    BoundContributions,
+    Clip,
     DPQuery,
     Filter,
     Join,
@@ -72,6 +74,8 @@ class Explanation:
     exact_sql: str
     notes: tuple[str, ...] = ()
     accuracy: Allocation | None = None
+    bounding: str = ""
+    clips: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -80,6 +84,8 @@ class Explanation:
             "table": self.table,
             "privacy_unit": self.unit,
             "filters": list(self.filters),
+            "bounding": self.bounding,
+            "clips": list(self.clips),
             "groups": [{"column": c, "keys": n, "public": n is not None} for c, n in self.groups],
             "measurements": [m.to_dict() for m in self.measurements],
             "outputs": [{"name": n, "computed_as": f} for n, f in self.outputs],
@@ -94,6 +100,10 @@ class Explanation:
         lines = [f"Query on {self.table} — privacy unit: {self.unit}"]
         for f in self.filters:
             lines.append(f"  filter:   {f}")
+        if self.bounding:
+            lines.append(f"  bound:    {self.bounding}")
+        for c in self.clips:
+            lines.append(f"  clip:     {c}")
         for column, n in self.groups:
             if n is None:
                 lines.append(
@@ -258,7 +268,32 @@ def explain(
         exact_sql=exact_sql,
         notes=tuple(notes),
         accuracy=accuracy,
+        bounding=describe_bounding(plan.bounding, names),
+        clips=tuple(dict.fromkeys(describe_clip(c, names) for c in _clips(plan))),
     )
+
+
+def describe_bounding(bounding: BoundContributions, names: dict[str, str]) -> str:
+    """The contribution bounding as explain shows it (the caps every sensitivity rests on)."""
+    caps = f"rows <= {bounding.max_rows}, groups <= {bounding.max_groups}"
+    if bounding.kind == "id":
+        unit = names.get(bounding.unit or "", bounding.unit or "")
+        return (
+            f"BoundContributions(unit={unit}, {caps}): each unit's groups and rows "
+            "ranked by a keyed hash; the first are kept"
+        )
+    if bounding.kind == "aggregated":
+        return f"BoundContributions({caps}): one row per unit from the per-unit subquery"
+    return f"BoundContributions({caps}): each row is a unit (joins multiply its rows)"
+
+
+def describe_clip(clip: Clip, names: dict[str, str]) -> str:
+    """A clipping as explain shows it."""
+    return f"Clip({render(clip.expr, names)}, {_g(clip.low)}, {_g(clip.high)})"
+
+
+def _clips(plan: DPQuery) -> list[Clip]:
+    return [c for m in plan.measurements if (c := m.clip) is not None]
 
 
 def _rank_error(stat: Statistic, m: Measurement, confidence: float) -> int:

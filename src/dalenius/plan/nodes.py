@@ -206,6 +206,72 @@ class UnitSpec:
     description: str
 
 
+@dataclass(frozen=True)
+class BoundContributions:
+    """The contribution bounding that sensitivities rest on: each privacy unit contributes at most
+    ``max_rows`` rows of ``child``, in at most ``max_groups`` groups.
+
+    Derived from the query by :func:`bound_contributions` (a plan rule) and shown by explain. For
+    an ``id`` unit the engine enforces the caps (it ranks each unit's groups and rows by a keyed
+    hash and keeps the first, see :func:`dalenius.sql.to_sql.bounded`); for a ``row`` unit they
+    follow from the joins' multiplicities; an ``aggregated`` unit has one row per unit already.
+
+    Attributes:
+        child: the relation whose rows are bounded.
+        unit: the id of the unit column (``None`` when each row is its own unit).
+        max_rows: the most rows one unit contributes to the aggregate (``R``).
+        max_groups: the most groups one unit contributes to (``G``).
+        kind: the privacy unit's kind (:class:`UnitSpec`).
+    """
+
+    child: Relation
+    unit: str | None
+    max_rows: int
+    max_groups: int
+    kind: Literal["row", "id", "aggregated"]
+
+    @property
+    def enforced(self) -> bool:
+        """Whether the engine must cap each unit's rows and groups (an ``id`` unit)."""
+        return self.kind == "id"
+
+
+@dataclass(frozen=True)
+class Clip:
+    """``expr`` clipped to ``[low, high]`` before it is aggregated (its public bounds)."""
+
+    expr: Expr
+    low: Fraction
+    high: Fraction
+
+
+def bound_contributions(query: Query) -> BoundContributions:
+    """The rule placing :class:`BoundContributions` over a query's relation: its caps ``(R, G)``.
+
+    A row unit contributes as many rows as the joins can multiply one row into (``R = G``, the
+    product of the public sides' multiplicities); an ``id`` or ``aggregated`` unit has the caps
+    its :class:`UnitSpec` declares.
+    """
+    unit = query.unit
+    if unit.kind == "row":
+        m = _row_multiplicity(query.relation)
+        return BoundContributions(query.relation, None, m, m, "row")
+    return BoundContributions(query.relation, unit.field, unit.max_rows, unit.max_groups, unit.kind)
+
+
+def _row_multiplicity(relation: Relation) -> int:
+    match relation:
+        case Scan():
+            return 1
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+            return _row_multiplicity(c)
+        case Join(left=left, multiplicity=m, kind=kind):
+            if m < 0:
+                raise AssertionError("join multiplicity was not measured before compiling")
+            return _row_multiplicity(left) * max(m, 1 if kind == "left" else m)
+    raise AssertionError(f"unknown relation {relation!r}")
+
+
 # -- the logical query --------------------------------------------------------------------------
 
 
@@ -348,6 +414,13 @@ class Measurement:
         """L1 sensitivity in the value's own units."""
         return self.sensitivity_units * self.granularity
 
+    @property
+    def clip(self) -> Clip | None:
+        """The clipping of the argument (sums and histograms; ``None`` for counts)."""
+        if self.bounds is None or self.arg is None or self.kind in ("count", "count_distinct"):
+            return None
+        return Clip(self.arg, self.bounds[0], self.bounds[1])
+
     def describe(self, names: Mapping[str, str] | None = None) -> str:
         """A short label for explain output; ``names`` maps field ids to analysts' names."""
         arg = render(self.arg, names) if self.arg is not None else "*"
@@ -433,6 +506,11 @@ class DPQuery:
     def public_groups(self) -> bool:
         """Whether every group key has a public key list (every group is answered)."""
         return all(k.keys is not None for k in self.query.group_by)
+
+    @functools.cached_property
+    def bounding(self) -> BoundContributions:
+        """The contribution bounding the sensitivities rest on (derived, not hashed)."""
+        return bound_contributions(self.query)
 
     def measurement(self, name: str) -> Measurement:
         """The measurement called ``name``."""

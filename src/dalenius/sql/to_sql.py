@@ -129,7 +129,8 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             conditions.append(
                 exp.In(this=sql_key.copy(), expressions=[_key_literal(v) for v in key.keys])
             )
-    if query.unit.kind == "id":
+    bounding = plan.bounding
+    if bounding.enforced:
         # Rank rows by a hash of the fields the measurements and keys read, not of every field:
         # rows alike in those fields are interchangeable for this query, and the engine need
         # not carry (or sort) the other columns (in DuckDB, a third of the time and most memory).
@@ -137,12 +138,12 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
         read = sorted({c.name for e in [*keys, *args] for c in e.find_all(exp.Column)})
         prefix, source = bounded(
             relation,
-            unit=query.unit.field or "",
-            row_fields=read or [query.unit.field or ""],
+            unit=bounding.unit or "",
+            row_fields=read or [bounding.unit or ""],
             keys=keys,
             key_types=[k.type for k in query.group_by],
-            max_rows=query.unit.max_rows,
-            max_groups=query.unit.max_groups,
+            max_rows=bounding.max_rows,
+            max_groups=bounding.max_groups,
             dialect=dialect,
             salt=salt,
             conditions=conditions,
@@ -488,9 +489,9 @@ class Compiler:
         if m.kind == "count_distinct":
             assert m.arg is not None
             return exp.Count(this=exp.Distinct(expressions=[self.expression(m.arg)]))
-        assert m.bounds is not None and m.arg is not None
-        low, high = m.bounds
-        clipped = self.bounded_arg(m.arg, low, high)
+        clip = m.clip
+        assert clip is not None
+        clipped = self.bounded_arg(clip.expr, clip.low, clip.high)
         if m.kind == "sum":
             return self._sum(m, clipped)
         return self._sum_of_squares(m, clipped)
@@ -584,9 +585,10 @@ class Compiler:
         In doubles, the index is clipped to the bins before it is cast to BIGINT; bounds wider
         than 2^1020 are scaled by 1/4 first so that ``x − low`` cannot overflow.
         """
-        assert m.bounds is not None and m.arg is not None
-        low, high = m.bounds
-        clipped = self.bounded_arg(m.arg, low, high)
+        clip = m.clip
+        assert clip is not None
+        low, high = clip.low, clip.high
+        clipped = self.bounded_arg(clip.expr, low, high)
         bins = len(m.edges) - 1
         width = m.edges[1] - m.edges[0]
         if width == 1 and m.arg_type == "int" and _bigint_bounds(m):
