@@ -77,3 +77,27 @@ def test_every_endpoint_is_documented() -> None:
     for path, methods in document["paths"].items():
         for method in methods:
             assert f"{method.upper()} {path}" in text, f"{method.upper()} {path} is not documented"
+
+
+def test_every_stage_of_the_architecture_diagram_exists() -> None:
+    """docs/architecture.md's Mermaid flow names real modules and functions (no drift)."""
+    import importlib
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    diagram = text.split("```mermaid", 1)[1].split("```", 1)[0]
+    stages = re.findall(r"\*\*([A-Za-z_][\w.]*)\*\*", diagram)
+    assert len(stages) >= 12, stages
+    for stage in stages:
+        parts = stage.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                target: object = importlib.import_module("dalenius." + ".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            for attr in parts[cut:]:
+                assert hasattr(target, attr), f"{stage}: no {attr} in {target}"
+                target = getattr(target, attr)
+            break
+        else:
+            raise AssertionError(f"{stage} names no module of dalenius")
