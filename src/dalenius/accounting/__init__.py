@@ -33,6 +33,7 @@ from dalenius.accounting.definitions import (
     parse_definition,
     zero_loss,
 )
+from dalenius.accounting.renyi import rho_for_approx, zcdp_to_approx_tight
 
 __all__ = [
     "DEFINITIONS",
@@ -54,7 +55,9 @@ __all__ = [
     "parse_definition",
     "pure_to_zcdp",
     "remaining",
+    "rho_for_approx",
     "shortfall",
     "zcdp_to_approx",
+    "zcdp_to_approx_tight",
     "zero_loss",
 ]

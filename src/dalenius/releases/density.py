@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dalenius.accounting.convert import zcdp_to_approx
+from dalenius.accounting.renyi import rho_for_approx
 from dalenius.core.catalog import Catalog, Table
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss
@@ -310,19 +310,16 @@ def plan_density(
 
 
 def rho_for(epsilon: Fraction, delta: Fraction) -> Fraction:
-    """The largest ρ (to about 10⁻¹² relative) whose (ε, δ) conversion stays within ``epsilon``.
+    """The largest ρ (to about 10⁻⁹ relative, rounded down) whose (ε, δ) conversion stays within
+    ``epsilon``, by the Rényi conversion of Canonne, Kamath & Steinke (tighter than Bun–Steinke).
 
     Example:
+        >>> from dalenius.accounting.renyi import zcdp_to_approx_tight
         >>> r = rho_for(Fraction(1), Fraction(1, 10**6))
-        >>> zcdp_to_approx(r, Fraction(1, 10**6)).epsilon <= 1
+        >>> zcdp_to_approx_tight(r, Fraction(1, 10**6)).epsilon <= 1
         True
     """
-    log = math.log(1 / float(delta))
-    guess = (math.sqrt(log + float(epsilon)) - math.sqrt(log)) ** 2
-    rho = Fraction(guess).limit_denominator(10**15)
-    while zcdp_to_approx(rho, delta).epsilon > epsilon:
-        rho *= Fraction(999_999, 1_000_000)
-    return rho
+    return rho_for_approx(epsilon, delta)
 
 
 def _loss(
