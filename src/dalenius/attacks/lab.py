@@ -4,6 +4,10 @@
 so that it finishes in seconds and makes its point: the ε per query of the naive and Dalenius
 targets, and Dalenius's budget (see :data:`ATTACKS`).
 
+The experiments write their own seeded databases, so the Dalenius target here is an in-process
+session on them. To attack a running gateway, register an experiment's catalog there and open a
+:class:`~dalenius.attacks.targets.TargetSpec` with ``url`` and ``token`` on it.
+
 Example:
     >>> reports = compare("differencing", against=["raw"], trials=5, people=50)
     >>> [(r.target, r.rate.estimate) for r in reports]
@@ -65,9 +69,6 @@ def spec_for(
     *,
     epsilon: Any = None,
     budget: Any = None,
-    url: str | None = None,
-    token: str | None = None,
-    dataset: str | None = None,
 ) -> TargetSpec:
     """The target ``kind`` with the attack's defaults for whatever is not given.
 
@@ -83,7 +84,7 @@ def spec_for(
         )
     eps = as_fraction(epsilon, "epsilon") if epsilon is not None else defaults.dalenius_epsilon
     cap = as_fraction(budget, "budget") if budget is not None else max(defaults.budget, eps)
-    return TargetSpec("dalenius", epsilon=eps, budget=cap, url=url, token=token, dataset=dataset)
+    return TargetSpec("dalenius", epsilon=eps, budget=cap)
 
 
 def compare(
@@ -94,9 +95,6 @@ def compare(
     budget: Any = None,
     plot: str | Path | None = None,
     show_progress: bool = False,
-    url: str | None = None,
-    token: str | None = None,
-    dataset: str | None = None,
     **options: Any,
 ) -> list[AttackReport]:
     """Run attack ``name`` against each target kind in ``against``; write its plot if asked.
@@ -120,8 +118,7 @@ def compare(
                 f"the {name} attack has no plot: its table says it all.", fix="drop --plot."
             )
         pyplot()  # refuse before the run, not after
-    gateway = {"url": url, "token": token, "dataset": dataset}
-    specs = [spec_for(name, kind, epsilon=epsilon, budget=budget, **gateway) for kind in against]
+    specs = [spec_for(name, kind, epsilon=epsilon, budget=budget) for kind in against]
     reports: list[AttackReport] = []
     if name == "averaging":
         strategy = options.pop("strategy", None)

@@ -247,5 +247,5 @@ def plot(curves: dict[str, tuple[tuple[int, float], ...]], people: int, path: Pa
     ax.set_ylabel("share of secret bits recovered")
     ax.set_title("Reconstruction attack (Dinur–Nissim)")
     ax.set_ylim(0.3, 1.02)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="center right", fontsize=8)
     return save(fig, path)

@@ -211,7 +211,9 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
     out = console or _console()
     first = reports[0]
     pct = round(first.confidence * 100)
-    formulas = sorted({r.bound_text for r in reports if r.bound is not None})
+    formulas = sorted(
+        {r.bound_text for r in reports if r.bound_text and r.epsilon_spent is not None}
+    )
     table = Table(
         title=f"{first.attack} attack — success: {first.metric}",
         title_justify="left",
@@ -238,7 +240,7 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
             report.target,
             success,
             interval,
-            "none" if report.bound is None else f"≤ {report.bound:.1%}",
+            _bound_cell(report),
             f"{report.queries:,.4g}",
             f"{report.refused:,.4g}",
             _spent(report),
@@ -251,6 +253,13 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
             for name, value in report.details.items():
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
                 out.print(f"  {name}: {shown}")
+
+
+def _bound_cell(report: AttackReport) -> str:
+    if report.bound is not None:
+        return f"≤ {report.bound:.1%}"
+    # Raw answers claim no privacy; a relative bound (with vs without someone) is in the details.
+    return "below" if report.bound_text and report.epsilon_spent is not None else "none"
 
 
 def _console() -> Console:

@@ -2,7 +2,7 @@
 
 One sub-command per attack; every one takes ``--against`` (repeatable; default: all three
 targets), ``--epsilon`` and ``--budget`` (the targets' knobs), ``--plot PNG``, ``--json`` and
-``--no-progress``; Dalenius may be reached over HTTP with ``--url``/``--token``. The command calls
+``--no-progress``. The command calls
 :func:`dalenius.attacks.lab.compare` and prints :func:`dalenius.attacks.report.render`'s table;
 it adds nothing. Every argument is checked before any data is written.
 """
@@ -85,9 +85,6 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
     if defaults.plot is not None:
         p.add_argument("--plot", default=None, metavar="PNG", help=f"write a PNG: {defaults.plot}")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--url", default=None, help="ask a running Dalenius gateway instead")
-    p.add_argument("--token", default=None, help="the analyst's API token (with --url)")
-    p.add_argument("--dataset", default=None, help="the gateway's dataset (with --url)")
     add_json_option(p)
 
 
@@ -139,9 +136,6 @@ def run_attack(args: argparse.Namespace) -> int:
         budget=args.budget,
         plot=getattr(args, "plot", None),
         show_progress=progress,
-        url=args.url,
-        token=args.token,
-        dataset=args.dataset,
         **options,
     )
     if args.json:
