@@ -75,7 +75,7 @@ def run(
     spec: TargetSpec,
     *,
     people: int = 200,
-    trials: int = 400,
+    trials: int = 300,
     seed: int = 1994,
     show_progress: bool = False,
 ) -> AttackReport:

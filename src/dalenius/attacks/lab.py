@@ -16,7 +16,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -61,6 +62,19 @@ _OPTIONS = {
     "auxiliary": {"people", "trials", "seed", "tolerance"},
 }
 """Which options each attack takes (others are refused by name, before any work)."""
+
+
+def option_defaults(name: str) -> dict[str, Any]:
+    """The default of every option of attack ``name`` (read from its function's signature)."""
+    entries: dict[str, Callable[..., Any]] = {
+        "differencing": differencing.run,
+        "averaging": averaging.measure,
+        "reconstruction": reconstruction.measure,
+        "membership": membership.run,
+        "auxiliary": auxiliary.measure,
+    }
+    found = inspect.signature(entries[name]).parameters
+    return {k: found[k].default for k in _OPTIONS[name] if k in found}
 
 
 def spec_for(

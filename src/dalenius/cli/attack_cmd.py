@@ -51,7 +51,8 @@ def register(sub: Any) -> None:
     )
     actions = parser.add_subparsers(dest="attack", metavar="ATTACK", required=True)
     for name in lab.ATTACKS:
-        p = actions.add_parser(name, help=_HELP[name], description=_HELP[name].capitalize() + ".")
+        text = _HELP[name]
+        p = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         _common(p, name)
         _specific(p, name)
         p.set_defaults(func=run_attack)
@@ -80,8 +81,19 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
         default=None,
         help=f"Dalenius budget of one attacker (default: {defaults.budget}, at least --epsilon)",
     )
-    p.add_argument("--people", type=_positive, default=None, help="people in the experiment")
-    p.add_argument("--seed", type=int, default=None, help="seed of the people (data only)")
+    given = lab.option_defaults(name)
+    p.add_argument(
+        "--people",
+        type=_positive,
+        default=None,
+        help=f"people in the experiment (default: {given['people']})",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"seed of the people, data only (default: {given['seed']})",
+    )
     if defaults.plot is not None:
         p.add_argument("--plot", default=None, metavar="PNG", help=f"write a PNG: {defaults.plot}")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -89,10 +101,21 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def _specific(p: argparse.ArgumentParser, name: str) -> None:
+    given = lab.option_defaults(name)
     if name != "reconstruction":
-        p.add_argument("--trials", type=_positive, default=None, help="independent attackers")
+        p.add_argument(
+            "--trials",
+            type=_positive,
+            default=None,
+            help=f"independent attackers (default: {given['trials']})",
+        )
     if name == "averaging":
-        p.add_argument("--asks", type=_positive, default=None, help="times each question is asked")
+        p.add_argument(
+            "--asks",
+            type=_positive,
+            default=None,
+            help=f"times each question is asked (default: {given['asks']})",
+        )
         p.add_argument(
             "--strategy",
             choices=("repeat", "reword"),
@@ -108,7 +131,10 @@ def _specific(p: argparse.ArgumentParser, name: str) -> None:
         )
     if name == "auxiliary":
         p.add_argument(
-            "--tolerance", type=float, default=None, help="cm within which a guess counts (2)"
+            "--tolerance",
+            type=float,
+            default=None,
+            help=f"cm within which a guess counts (default: {given['tolerance']:g})",
         )
 
 
