@@ -41,16 +41,22 @@ def test_a_density_on_a_pure_budget_is_refused_at_no_cost(site: Site) -> None:
     assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1))
 
 
-def test_a_density_is_released_with_its_bands(demo_catalog: Path) -> None:
+def approx_gateway(demo_catalog: Path, budget: ApproxDP) -> tuple[Gateway, TestClient, str]:
+    """A gateway with the demo census registered as an (ε, δ) dataset and alice's budget on it."""
     gateway = Gateway(GatewayConfig())
+    root = Caller(name="root", role=CURATOR, token_id="")
+    gateway.bootstrap("root", CURATOR)
+    gateway.register(root, str(demo_catalog), "approx", None)
+    token = gateway.bootstrap("alice").token
+    gateway.store.grant("alice", "census", by="root")
+    gateway.ledger.set_budget("alice", "census", budget)
+    return gateway, TestClient(create_app(gateway=gateway), raise_server_exceptions=False), token
+
+
+def test_a_density_is_released_with_its_bands(demo_catalog: Path) -> None:
+    budget = ApproxDP(Fraction(1), Fraction(1, 10**5))
+    gateway, client, token = approx_gateway(demo_catalog, budget)
     try:
-        root = Caller(name="root", role=CURATOR, token_id="")
-        gateway.bootstrap("root", CURATOR)
-        gateway.register(root, str(demo_catalog), "approx", None)
-        token = gateway.bootstrap("alice").token
-        gateway.store.grant("alice", "census", by="root")
-        gateway.ledger.set_budget("alice", "census", ApproxDP(Fraction(1), Fraction(1, 10**5)))
-        client = TestClient(create_app(gateway=gateway), raise_server_exceptions=False)
         body = {
             "table": "people",
             "columns": ["age"],
@@ -122,3 +128,32 @@ def test_a_release_is_fetched_again_by_id_for_free(site: Site) -> None:
         "/v1/datasets/census/releases/0123456789abcdef", headers=site.as_(site.analyst)
     )
     assert 400 <= missing.status_code < 500 and "no released entry" in missing.text
+
+
+def test_synthetic_rows_are_released_through_the_gateway_and_fetched_again(
+    demo_catalog: Path,
+) -> None:
+    budget = ApproxDP(Fraction(2), Fraction(1, 10**5))
+    gateway, client, token = approx_gateway(demo_catalog, budget)
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        body = {
+            "table": "people",
+            "columns": ["sex", "education", "age"],
+            "bins": 5,
+            "rows": 500,
+            "epsilon": "1",
+            "delta": "1e-6",
+        }
+        first = client.post("/v1/datasets/census/synthesize", json=body, headers=headers)
+        assert first.status_code == 200, first.text
+        doc = first.json()
+        assert doc["rows"] == 500 and len(doc["data"]["age"]) == 500
+        assert set(doc["data"]["sex"]) <= {"Female", "Male"}
+        again = client.get(f"/v1/datasets/census/releases/{doc['entry_id']}", headers=headers)
+        assert again.status_code == 200 and again.json()["data"] == doc["data"]
+        assert gateway.ledger.remaining("alice", "census") == ApproxDP(
+            Fraction(1), Fraction(1, 10**5) - Fraction(1, 10**6)
+        )
+    finally:
+        gateway.close()

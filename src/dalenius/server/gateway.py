@@ -447,6 +447,26 @@ class Gateway:
         )
         return {"dataset": name, **result.to_dict()}
 
+    def synthesize(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Release synthetic rows (MST) under the caller's budget; the rows come as ``data``."""
+        for part in ("epsilon", "delta", "rho"):
+            checked_number(part, getattr(request, part))
+        if request.where is not None:
+            check_sql_shape(request.where)
+        opened = self.open(caller, name)
+        result = self._session(caller, opened).synthesize(
+            request.table,
+            request.columns,
+            epsilon=request.epsilon,
+            delta=request.delta,
+            rho=request.rho,
+            bins=request.bins,
+            rows=request.rows,
+            where=request.where,
+            idempotency_key=request.idempotency_key,
+        )
+        return {"dataset": name, **result.to_dict(), "data": _columns(result)}
+
     def fetch_release(self, caller: Caller, name: str, entry_id: str) -> dict[str, Any]:
         """A release the caller already received, again by its entry id (no cost).
 
@@ -456,8 +476,7 @@ class Gateway:
         result = self._session(caller, opened).release(entry_id)
         doc = {"dataset": name, **result.to_dict()}
         if isinstance(result, SyntheticResult):
-            frame = result.to_pandas()
-            doc["data"] = {c: [str(v) for v in frame[c]] for c in frame.columns}
+            doc["data"] = _columns(result)
         return doc
 
     def batch(
@@ -809,3 +828,9 @@ class Gateway:
         self.datasets.close()
         self.ledger.close()
         self.store.close()
+
+
+def _columns(result: SyntheticResult) -> dict[str, list[str]]:
+    """Synthetic rows as one list of labels per column (JSON-ready)."""
+    frame = result.to_pandas()
+    return {c: [str(v) for v in frame[c]] for c in frame.columns}

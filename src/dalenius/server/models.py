@@ -559,6 +559,24 @@ class HierarchyRequest(_Request):
     )
 
 
+class SynthesizeRequest(_Request):
+    """Synthetic rows of a table with MST (every column with public keys or bounds by default)."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    columns: (
+        list[Annotated[str, Field(min_length=1, max_length=200, pattern=TEXT_PATTERN)]] | None
+    ) = Field(default=None, min_length=1, max_length=64)
+    bins: int = Field(default=10, ge=2, le=1000)
+    rows: int | None = Field(default=None, ge=0, le=1_000_000)
+    where: str | None = Field(default=None, max_length=20_000, pattern=TEXT_PATTERN)
+    epsilon: Number | None = None
+    delta: Number | None = None
+    rho: Number | None = None
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
+    )
+
+
 class OnTheMapRequest(_Request):
     """Synthetic origin–destination rows (OnTheMap's Multinomial–Dirichlet synthesizer, pure ε)."""
 

@@ -67,6 +67,20 @@ async def onthemap(
     return found
 
 
+@router.post(
+    "/datasets/{name}/synthesize",
+    responses=errors(404, 409, 503),
+    operation_id="synthesize",
+)
+async def synthesize(
+    name: PathName, body: models.SynthesizeRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Release synthetic rows of a table with MST (noisy 1- and 2-way marginals, a tree model)."""
+    work = partial(gateway.synthesize, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
 @router.get(
     "/datasets/{name}/releases/{entry_id}",
     responses=errors(404, 503),
