@@ -120,3 +120,45 @@ def loss(
             else:
                 total += (len(covered) - 1) / (len(values) - 1)
     return total if metric == "entropy" else total / (n * d)
+
+
+def mondrian_strict(
+    points: Sequence[tuple[int, ...]],
+    sens: list[Any],
+    models: Sequence[tuple[Any, ...]],
+) -> list[frozenset[int]]:
+    """Strict Mondrian on records, recursively, from its definition.
+
+    A partition is cut on its widest dimension (width over the whole table's, ties to the first
+    dimension), at the median record (the ((n − 1) // 2)-th in value order): records ≤ the median
+    go left, unless < gives halves at least as balanced or ≤ would leave nothing on the right;
+    if a half fails a model the next widest dimension is tried.
+    """
+    q = Counter(sens)
+    d = len(points[0])
+    span = [max(max(p[a] for p in points) - min(p[a] for p in points), 1) for a in range(d)]
+
+    def ok(rows: list[int]) -> bool:
+        return all(class_passes(m, [sens[r] for r in rows], q, False) for m in models)
+
+    def cut(rows: list[int]) -> list[frozenset[int]]:
+        widths = [
+            (max(points[r][a] for r in rows) - min(points[r][a] for r in rows)) / span[a]
+            for a in range(d)
+        ]
+        for a in sorted(range(d), key=lambda b: -widths[b]):
+            if widths[a] == 0:
+                continue
+            values = sorted(points[r][a] for r in rows)
+            n = len(values)
+            med = values[(n - 1) // 2]
+            le = sum(v <= med for v in values)
+            lt = sum(v < med for v in values)
+            use_le = le < n and (abs(2 * le - n) <= abs(2 * lt - n) or lt == 0)
+            left = [r for r in rows if (points[r][a] <= med if use_le else points[r][a] < med)]
+            right = [r for r in rows if r not in set(left)]
+            if left and right and ok(left) and ok(right):
+                return cut(left) + cut(right)
+        return [frozenset(rows)]
+
+    return cut(list(range(len(points))))

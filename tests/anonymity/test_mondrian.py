@@ -78,3 +78,39 @@ def test_a_table_that_cannot_satisfy_the_models_is_refused() -> None:
             models=[DistinctLDiversity(2)],
             algorithm="mondrian",
         )
+
+
+@pytest.mark.parametrize(
+    ("models", "oracle_models"),
+    [
+        ([KAnonymity(4)], [("k", 4)]),
+        ([KAnonymity(3), DistinctLDiversity(2)], [("k", 3), ("l", 2)]),
+        ([TCloseness(0.35)], [("t", 0.35)]),
+    ],
+)
+def test_strict_mondrian_cuts_the_records_as_the_definition_does(
+    models: list,  # type: ignore[type-arg]
+    oracle_models: list,  # type: ignore[type-arg]
+) -> None:
+    """Strict Mondrian runs on the weighted frequency set; the partitions are the records' ones."""
+    from tests.anonymity import oracle
+
+    df = table(300, seed=11)
+    qis = ["age", "hours", "sex"]
+    release = anonymize(
+        df, quasi_identifiers=qis, sensitive=["disease"], models=models, algorithm="mondrian"
+    )
+    out = release.to_pandas()
+    released = out[qis].astype(str).agg("|".join, axis=1)
+    found = {frozenset(ix) for ix in released.groupby(released).indices.values()}
+    points = list(
+        zip(
+            df["age"].rank(method="dense").astype(int),
+            df["hours"].rank(method="dense").astype(int),
+            df["sex"].eq("M"),
+            strict=True,
+        )
+    )
+    expected = set(oracle.mondrian_strict(points, list(df["disease"]), oracle_models))
+    assert len(expected) > 8
+    assert found == expected
