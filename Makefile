@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser bench clean package
+.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser bench clean package docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ demo: $(STAMP_SERVER)
 test: $(STAMP_DEV) browser
 	$(MAKE) check
 
-check: lint types contract pytest
+check: lint types contract docs pytest
 
 ## check-fast: the edit-test loop: lint, types, contracts and the tests that need no PostgreSQL,
 ## no Spark and no long run (everything else still runs in `make check`)
@@ -75,6 +75,11 @@ package: $(STAMP_DEV)
 	$(PYTHON) -m venv $(PKG_VENV)
 	$(PKG_VENV)/bin/python -m pip install --quiet dist/*.whl
 	$(PKG_VENV)/bin/python .ci/quickstart.py . dist/*.whl
+
+## docs: the documentation site from docs/ (MkDocs Material, API reference from the docstrings)
+## in strict mode: a broken link or anchor fails; the site is written to build/site
+docs: $(STAMP_DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
