@@ -12,7 +12,7 @@ import pytest
 
 from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.errors import QueryError
-from dalenius.plan.expr import BinOp, Col, Func, Lit
+from dalenius.plan.expr import AggRef, BinOp, Col, Func, Lit
 from dalenius.plan.nodes import Filter, Join, Project, Scan, UnitAggregate
 from dalenius.sql.to_plan import to_query
 
@@ -90,7 +90,7 @@ def test_outputs_hidden_aggregates_and_post_processing(adult: Catalog) -> None:
     ).query
     assert [a.label for a in q.aggregates] == ["AVG(age)", "COUNT(*)"]
     assert [a.hidden for a in q.aggregates] == [False, True]
-    assert q.outputs[1].expr == Func("ROUND", (Col("@a0"), Lit(1)))
+    assert q.outputs[1].expr == Func("ROUND", (AggRef.of(0), Lit(1)))
     assert q.limit == 2 and q.order_by[0].descending
 
 

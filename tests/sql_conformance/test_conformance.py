@@ -25,6 +25,7 @@ from dalenius.engine.noise import rank_target
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger.base import open_ledger
+from dalenius.plan.expr import AggRef
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ANSWERED = answered()
@@ -113,7 +114,8 @@ def _close(actual: Any, expected: Any, where: str) -> None:
 def _quantile(plan: Any, column: int, spec: tuple[str, Any], rows: pd.DataFrame) -> Any:
     """The documented exact quantile: the bin holding the ⌈t⌉-th smallest clipped value."""
     out = plan.query.outputs[column]
-    stat_index = int(out.expr.name[2:])
+    assert isinstance(out.expr, AggRef)
+    stat_index = out.expr.index
     stat = plan.statistics[stat_index]
     m = plan.measurement(stat.inputs[0])
     col, target = spec

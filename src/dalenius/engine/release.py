@@ -35,7 +35,7 @@ from dalenius.engine.noise import Exact, GroupKeyTuple, Noisy
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
-from dalenius.plan.expr import Col, columns
+from dalenius.plan.expr import Col, aggregates_read, columns
 from dalenius.plan.nodes import DPQuery, Measurement, OrderItem, Statistic, agg_ref, key_ref
 from dalenius.plan.noise import error_units
 
@@ -138,7 +138,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
     cols_highs: list[list[Cell]] = []
     for out in query.outputs:
         columns_out.append(out.name)
-        refs = sorted(c for c in columns(out.expr) if c.startswith("@a"))
+        refs = aggregates_read(out.expr)
         kinds.append(_kind(plan, out.expr, refs))
         # A bare key or aggregate (the common case) is read directly: with thousands of groups,
         # evaluating it for every group and interval end dominated post-processing.
@@ -152,7 +152,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
         highs: list[Cell] = [None] * len(keep)
         rank: int | None = None
         if len(refs) == 1:
-            a = int(refs[0][2:])
+            a = refs[0]
             _, a_lows, a_highs = stats[a]
             stat = plan.statistics[a]
             if stat.kind == "quantile":
@@ -167,7 +167,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
                 for j, g in enumerate(keep):
                     if a_lows[g] is not None and a_highs[g] is not None:
                         lows[j], highs[j] = _image(
-                            out.expr, envs[g], refs[0], a_lows[g], a_highs[g], values[j]
+                            out.expr, envs[g], agg_ref(a), a_lows[g], a_highs[g], values[j]
                         )
         cols_values.append(values)
         cols_lows.append(lows)
@@ -191,12 +191,12 @@ def _sorter(item: OrderItem, envs: list[dict[str, Any]]) -> Callable[[int], tupl
     return key
 
 
-def _kind(plan: DPQuery, expr: Any, refs: list[str]) -> str:
+def _kind(plan: DPQuery, expr: Any, refs: list[int]) -> str:
     if not refs:
         return "key"
     if isinstance(expr, Col) and len(refs) == 1:
         return {"count": "count", "sum": "sum", "avg": "avg", "var": "var", "quantile": "quantile"}[
-            plan.statistics[int(refs[0][2:])].kind
+            plan.statistics[refs[0]].kind
         ]
     return "derived"
 

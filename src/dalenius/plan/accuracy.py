@@ -35,7 +35,7 @@ from dalenius.core.errors import ConfigurationError, PrivacyRefusal
 from dalenius.core.loss import as_fraction
 from dalenius.mechanisms._dlaplace import MAX_SCALE
 from dalenius.mechanisms.laplace import integer_laplace_error_bar
-from dalenius.plan.expr import Col
+from dalenius.plan.expr import AggRef
 from dalenius.plan.nodes import DPQuery, Measurement
 
 GRID_DIGITS = 6
@@ -297,8 +297,8 @@ def _outputs_by_aggregate(plan: DPQuery) -> dict[int, str]:
     """Output column name of each aggregate shown as it is (``SELECT COUNT(*) AS n``)."""
     out: dict[int, str] = {}
     for column in plan.query.outputs:
-        if isinstance(column.expr, Col) and column.expr.name.startswith("@a"):
-            out.setdefault(int(column.expr.name[2:]), column.name)
+        if isinstance(column.expr, AggRef):
+            out.setdefault(column.expr.index, column.name)
     return out
 
 

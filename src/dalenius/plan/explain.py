@@ -13,7 +13,7 @@ from typing import Any
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.accuracy import Allocation
-from dalenius.plan.expr import Col, Expr, render
+from dalenius.plan.expr import AggRef, Expr, KeyRef, render
 from dalenius.plan.nodes import (
     BoundContributions,
     Clip,
@@ -319,10 +319,10 @@ def _describe_stat(plan: DPQuery, i: int) -> str:
 
 
 def _describe_output(expr: Expr, plan: DPQuery, labels: dict[str, str]) -> str:
-    if isinstance(expr, Col) and expr.name.startswith("@k"):
+    if isinstance(expr, KeyRef):
         return "group key"
-    if isinstance(expr, Col) and expr.name.startswith("@a"):
-        return _describe_stat(plan, int(expr.name[2:]))
+    if isinstance(expr, AggRef):
+        return _describe_stat(plan, expr.index)
     return f"{_describe_refs(expr, labels)} (post-processing)"
 
 

@@ -53,6 +53,35 @@ class Col:
 
 
 @dataclass(frozen=True)
+class KeyRef(Col):
+    """Group key ``index`` of the query, as output, HAVING and ORDER BY expressions read it.
+
+    A typed reference: code asks ``isinstance(e, KeyRef)`` and reads ``e.index``, never parses
+    the name. The name (``@k<index>``) is only the column of the post-processing environment, and
+    since it is no catalog column it is never offered to an analyst.
+    """
+
+    index: int = 0
+
+    @classmethod
+    def of(cls, index: int) -> KeyRef:
+        """The reference to group key ``index``."""
+        return cls(f"@k{index}", index)
+
+
+@dataclass(frozen=True)
+class AggRef(Col):
+    """Aggregate ``index`` of the query, as output, HAVING and ORDER BY expressions read it."""
+
+    index: int = 0
+
+    @classmethod
+    def of(cls, index: int) -> AggRef:
+        """The reference to aggregate ``index``."""
+        return cls(f"@a{index}", index)
+
+
+@dataclass(frozen=True)
 class Lit:
     """A constant."""
 
@@ -168,6 +197,20 @@ def columns(expr: Expr) -> set[str]:
     for child in children(expr):
         out |= columns(child)
     return out
+
+
+def references(expr: Expr) -> list[Col]:
+    """Every column reference in ``expr`` (catalog columns, :class:`KeyRef` s and
+    :class:`AggRef` s), in reading order.
+    """
+    if isinstance(expr, Col):
+        return [expr]
+    return [ref for child in children(expr) for ref in references(child)]
+
+
+def aggregates_read(expr: Expr) -> list[int]:
+    """The indices of the aggregates ``expr`` reads, sorted, each once."""
+    return sorted({r.index for r in references(expr) if isinstance(r, AggRef)})
 
 
 def render(expr: Expr, names: Mapping[str, str] | None = None) -> str:

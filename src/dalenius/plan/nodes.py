@@ -28,7 +28,7 @@ from typing import Any, Literal
 from dalenius.core.catalog import Key
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.plan.derive import Bounds
-from dalenius.plan.expr import Expr, render
+from dalenius.plan.expr import AggRef, Col, Expr, KeyRef, render
 
 # -- relations ----------------------------------------------------------------------------------
 
@@ -327,7 +327,7 @@ class AggCall:
 
 @dataclass(frozen=True)
 class OutputColumn:
-    """An output column: an expression over ``@k<i>`` (group keys) and ``@a<i>`` (aggregates)."""
+    """An output column: an expression over :class:`KeyRef` s and :class:`AggRef` s."""
 
     name: str
     expr: Expr
@@ -335,7 +335,7 @@ class OutputColumn:
 
 @dataclass(frozen=True)
 class OrderItem:
-    """One ORDER BY term, over the same ``@k``/``@a`` references as outputs."""
+    """One ORDER BY term, over the same key and aggregate references as outputs."""
 
     expr: Expr
     descending: bool
@@ -358,13 +358,13 @@ class Query:
 
 
 def key_ref(i: int) -> str:
-    """The column name by which output expressions refer to group key ``i``."""
-    return f"@k{i}"
+    """The post-processing column holding group key ``i`` (what :class:`KeyRef` reads)."""
+    return KeyRef.of(i).name
 
 
 def agg_ref(i: int) -> str:
-    """The column name by which output expressions refer to aggregate ``i``."""
-    return f"@a{i}"
+    """The post-processing column holding aggregate ``i`` (what :class:`AggRef` reads)."""
+    return AggRef.of(i).name
 
 
 # -- the DP plan --------------------------------------------------------------------------------
@@ -532,6 +532,10 @@ class DPQuery:
 
 def _jsonable(value: Any) -> Any:
     """Serialise a plan tree with each node's class name, so distinct trees never collide."""
+    if isinstance(value, Col) and type(value) is not Col:
+        # A typed reference hashes as the named column it reads, so plans keep the fingerprints
+        # (and the ledger's answer cache its keys) they had before references were typed.
+        value = Col(value.name)
     if is_dataclass(value) and not isinstance(value, type):
         out = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
         out["@"] = type(value).__name__

@@ -33,7 +33,18 @@ from dalenius.core.errors import PrivacyRefusal, QueryError
 from dalenius.core.loss import as_fraction
 from dalenius.core.unit import IdUnit
 from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, type_of
-from dalenius.plan.expr import BinOp, Col, Expr, Func, children, columns
+from dalenius.plan.expr import (
+    AggRef,
+    BinOp,
+    Col,
+    Expr,
+    Func,
+    KeyRef,
+    aggregates_read,
+    children,
+    columns,
+    references,
+)
 from dalenius.plan.nodes import (
     AggCall,
     Field,
@@ -1217,12 +1228,12 @@ class _State:
             if replace(existing, label="", hidden=False) == replace(agg, label="", hidden=False):
                 if existing.hidden and not hidden:
                     self.aggs[i] = replace(existing, hidden=False)
-                return Col(agg_ref(i))
+                return AggRef.of(i)
         self.aggs.append(replace(agg, hidden=hidden))
         explicit = self.p.explicit_bounds(node)
         if explicit is not None:
             self.p.per_unit_bounds[len(self.aggs) - 1] = explicit
-        return Col(agg_ref(len(self.aggs) - 1))
+        return AggRef.of(len(self.aggs) - 1)
 
     def ref_infos(self) -> dict[str, FieldInfo]:
         infos = dict(self.infos)
@@ -1244,7 +1255,7 @@ class _State:
             node, clause, aggregate=lambda n, c: self.aggregate(n, c, hidden=hidden)
         )
         expr = self.substitute_keys(expr)
-        leftover = sorted(c for c in columns(expr) if not c.startswith("@"))
+        leftover = sorted({r.name for r in references(expr) if not isinstance(r, AggRef | KeyRef)})
         if leftover:
             field = next(f for f in self.source.fields if f.id == leftover[0])
             raise self.error(
@@ -1261,7 +1272,7 @@ class _State:
     def substitute_keys(self, expr: Expr) -> Expr:
         for i, key in enumerate(self.keys):
             if expr == key.expr:
-                return Col(key_ref(i))
+                return KeyRef.of(i)
         kids = children(expr)
         if not kids:
             return expr
@@ -1269,11 +1280,7 @@ class _State:
 
     def check_post(self, expr: Expr, node: exp.Expr, clause: str) -> None:
         for sub in _walk(expr):
-            if (
-                isinstance(sub, Func)
-                and sub.name not in POST_FUNCTIONS
-                and any(c.startswith("@a") for c in columns(sub))
-            ):
+            if isinstance(sub, Func) and sub.name not in POST_FUNCTIONS and aggregates_read(sub):
                 raise self.error(
                     f"{sub.name} cannot be applied to an aggregate.",
                     node,
@@ -1300,7 +1307,7 @@ class _State:
                     privacy=True,
                 )
             expr = self.post_expr(node, "SELECT", hidden=False)
-            if len({c for c in columns(expr) if c.startswith("@a")}) > 1:
+            if len(aggregates_read(expr)) > 1:
                 raise self.error(
                     "an output column may post-process one aggregate, not combine several.",
                     node,
@@ -1310,10 +1317,10 @@ class _State:
                 )
             if isinstance(raw, exp.Alias):
                 name = raw.alias
-            elif isinstance(expr, Col) and expr.name.startswith("@k"):
-                name = self.keys[int(expr.name[2:])].name
-            elif isinstance(expr, Col) and expr.name.startswith("@a"):
-                name = _label(self.aggs[int(expr.name[2:])])
+            elif isinstance(expr, KeyRef):
+                name = self.keys[expr.index].name
+            elif isinstance(expr, AggRef):
+                name = _label(self.aggs[expr.index])
             else:
                 name = node.sql(dialect=DEFAULT_DIALECT)
             base, n = name, 2
