@@ -62,7 +62,7 @@ class FieldInfo:
     nullable: bool
 
 
-def type_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> str:
+def type_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> str:  # noqa: C901  # one arm per expression node
     """The SQL type of ``expr``: ``int``, ``float``, ``str``, ``bool``, ``date`` or ``null``."""
     match expr:
         case Col(name=name):
@@ -126,7 +126,7 @@ class _Empty:
 _EMPTY = _Empty()
 
 
-def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | None:
+def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | None:  # noqa: C901, PLR0912  # one arm per expression node
     match expr:
         case Col(name=name):
             info = fields[name]

@@ -97,7 +97,7 @@ class Converter:
 
     # -- conversion -----------------------------------------------------------------------------
 
-    def _expr(self, node: exp.Expr, clause: str, aggregate: AggregateHook | None) -> Expr:
+    def _expr(self, node: exp.Expr, clause: str, aggregate: AggregateHook | None) -> Expr:  # noqa: C901, PLR0912, PLR0915  # one arm per expression node
         def sub(n: exp.Expr) -> Expr:
             return self._expr(n, clause, aggregate)
 
@@ -327,7 +327,7 @@ class Converter:
 
     # -- types ----------------------------------------------------------------------------------
 
-    def type_of(self, expr: Expr, *, node: exp.Expr | None = None, clause: str = "WHERE") -> str:
+    def type_of(self, expr: Expr, *, node: exp.Expr | None = None, clause: str = "WHERE") -> str:  # noqa: C901, PLR0912, PLR0915  # one arm per expression node
         """Infer a type; refuse mixes the engine would resolve by converting row values."""
 
         def bad(what: str, fix: str) -> QueryError:

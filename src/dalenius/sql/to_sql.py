@@ -610,7 +610,7 @@ class Compiler:
 
     # -- expressions ------------------------------------------------------------------------------
 
-    def expression(self, expr: Expr, *, clip: bool = False) -> exp.Expr:
+    def expression(self, expr: Expr, *, clip: bool = False) -> exp.Expr:  # noqa: C901, PLR0912  # one arm per expression node
         """Compile a plan expression (total: it never fails on a row).
 
         With ``clip``, every column that has public bounds is clipped to them (inside aggregates).
