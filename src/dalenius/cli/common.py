@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.core.errors import ConfigurationError, DaleniusError, EvaluationFailed, UserError
+from dalenius.core.loss import ZCDP, ApproxDP, as_fraction
+from dalenius.engine.session import Session, connect
 
 DEFAULT_LEDGER = "dalenius-ledger.sqlite"
 """The ledger file used when neither ``--ledger`` nor ``DALENIUS_LEDGER`` says otherwise."""
@@ -42,6 +44,66 @@ def add_ledger_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--analyst", default="analyst", help="whose budget is spent (default: analyst)"
+    )
+
+
+def add_release_options(
+    parser: argparse.ArgumentParser,
+    *,
+    epsilon: str,
+    delta: str,
+    confidence: str | None = None,
+) -> None:
+    """The loss to spend and the budget to record, as every release command takes them.
+
+    ``--epsilon`` and ``--delta`` (with the command's own help), ``--rho`` (zCDP), the
+    ``--confidence`` of the intervals when ``confidence`` names them, and ``--budget``,
+    ``--budget-delta``, ``--budget-rho`` (read by :func:`budget_from_args`).
+    """
+    parser.add_argument("--epsilon", default=None, help=epsilon)
+    parser.add_argument("--delta", default=None, help=delta)
+    parser.add_argument("--rho", default=None, help="ρ to spend, on a zCDP dataset")
+    if confidence is not None:
+        parser.add_argument(
+            "--confidence",
+            type=float,
+            default=0.95,
+            help=f"confidence of the {confidence} (default 0.95)",
+        )
+    parser.add_argument(
+        "--budget", default=None, help="the analyst's total ε, recorded if the ledger has none yet"
+    )
+    parser.add_argument("--budget-delta", default=None, help="with --budget: the total δ")
+    parser.add_argument("--budget-rho", default=None, help="instead of --budget: a zCDP budget ρ")
+
+
+def budget_from_args(args: argparse.Namespace) -> object:
+    """The budget that ``--budget``, ``--budget-delta`` or ``--budget-rho`` give, if any."""
+    if args.budget_rho is not None:
+        return ZCDP(as_fraction(args.budget_rho, "budget-rho"))
+    if args.budget_delta is not None:
+        if args.budget is None:
+            raise ConfigurationError(
+                "--budget-delta needs --budget.", fix="add --budget 1 (for example)."
+            )
+        return ApproxDP(
+            as_fraction(args.budget, "budget"),
+            as_fraction(args.budget_delta, "delta", allow_zero=True),
+        )
+    return args.budget
+
+
+def release_session(args: argparse.Namespace) -> Session:
+    """The session a release command runs in (the options of :func:`add_release_options` and
+    :func:`add_ledger_options`, and ``--catalog``).
+    """
+    confidence = getattr(args, "confidence", None)
+    return connect(
+        args.catalog,
+        budget=budget_from_args(args),
+        ledger=args.ledger or default_ledger(),
+        analyst=args.analyst,
+        **({} if confidence is None else {"confidence": confidence}),
     )
 
 

@@ -10,12 +10,11 @@ from dalenius.cli.common import (
     EXIT_OK,
     add_json_option,
     add_ledger_options,
-    default_ledger,
+    add_release_options,
     emit_json,
+    release_session,
 )
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.loss import ZCDP, ApproxDP, as_fraction
-from dalenius.engine.session import connect
 
 
 def register(sub: Any) -> None:
@@ -54,19 +53,12 @@ def register(sub: Any) -> None:
         help="grid points per axis (default 200; 40 for a surface)",
     )
     parser.add_argument("--where", default=None, help="an SQL filter on the table's rows")
-    parser.add_argument("--epsilon", default=None, help="ε to spend (with --delta)")
-    parser.add_argument(
-        "--delta", default=None, help="δ to spend (the noise is Gaussian: pure ε is impossible)"
+    add_release_options(
+        parser,
+        epsilon="ε to spend (with --delta)",
+        delta="δ to spend (the noise is Gaussian: pure ε is impossible)",
+        confidence="bands",
     )
-    parser.add_argument("--rho", default=None, help="ρ to spend, on a zCDP dataset")
-    parser.add_argument(
-        "--confidence", type=float, default=0.95, help="confidence of the bands (default 0.95)"
-    )
-    parser.add_argument(
-        "--budget", default=None, help="the analyst's total ε, recorded if the ledger has none yet"
-    )
-    parser.add_argument("--budget-delta", default=None, help="with --budget: the total δ")
-    parser.add_argument("--budget-rho", default=None, help="instead of --budget: a zCDP budget ρ")
     parser.add_argument(
         "--csv", default=None, metavar="FILE", help="also write the curve and its bands as CSV"
     )
@@ -81,33 +73,11 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run_density)
 
 
-def budget_from_args(args: argparse.Namespace) -> object:
-    """The budget that ``--budget``, ``--budget-delta`` or ``--budget-rho`` give, if any."""
-    if args.budget_rho is not None:
-        return ZCDP(as_fraction(args.budget_rho, "budget-rho"))
-    if args.budget_delta is not None:
-        if args.budget is None:
-            raise ConfigurationError(
-                "--budget-delta needs --budget.", fix="add --budget 1 (for example)."
-            )
-        return ApproxDP(
-            as_fraction(args.budget, "budget"),
-            as_fraction(args.budget_delta, "delta", allow_zero=True),
-        )
-    return args.budget
-
-
 def run_density(args: argparse.Namespace) -> int:
     """Run ``dalenius density``."""
     if args.png is not None:
         _require_matplotlib()
-    with connect(
-        args.catalog,
-        budget=budget_from_args(args),
-        ledger=args.ledger or default_ledger(),
-        analyst=args.analyst,
-        confidence=args.confidence,
-    ) as session:
+    with release_session(args) as session:
         result = session.density(
             args.table,
             args.column,

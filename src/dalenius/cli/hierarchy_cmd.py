@@ -9,11 +9,10 @@ from dalenius.cli.common import (
     EXIT_OK,
     add_json_option,
     add_ledger_options,
-    default_ledger,
+    add_release_options,
     emit_json,
+    release_session,
 )
-from dalenius.cli.density_cmd import budget_from_args
-from dalenius.engine.session import connect
 
 
 def register(sub: Any) -> None:
@@ -45,21 +44,12 @@ def register(sub: Any) -> None:
         default=None,
         help="comma-separated weights of the loss per level, root first (default: equal)",
     )
-    parser.add_argument(
-        "--epsilon", default=None, help="ε to spend (alone: discrete Laplace noise)"
+    add_release_options(
+        parser,
+        epsilon="ε to spend (alone: discrete Laplace noise)",
+        delta="δ to spend (with --epsilon: discrete Gaussian noise)",
+        confidence="intervals",
     )
-    parser.add_argument(
-        "--delta", default=None, help="δ to spend (with --epsilon: discrete Gaussian noise)"
-    )
-    parser.add_argument("--rho", default=None, help="ρ to spend, on a zCDP dataset")
-    parser.add_argument(
-        "--confidence", type=float, default=0.95, help="confidence of the intervals (default 0.95)"
-    )
-    parser.add_argument(
-        "--budget", default=None, help="the analyst's total ε, recorded if the ledger has none yet"
-    )
-    parser.add_argument("--budget-delta", default=None, help="with --budget: the total δ")
-    parser.add_argument("--budget-rho", default=None, help="instead of --budget: a zCDP budget ρ")
     parser.add_argument("--csv", default=None, metavar="FILE", help="also write every node as CSV")
     add_ledger_options(parser)
     add_json_option(parser)
@@ -69,13 +59,7 @@ def register(sub: Any) -> None:
 def run_hierarchy(args: argparse.Namespace) -> int:
     """Run ``dalenius hierarchy``."""
     split = [float(w) for w in args.split.split(",")] if args.split else None
-    with connect(
-        args.catalog,
-        budget=budget_from_args(args),
-        ledger=args.ledger or default_ledger(),
-        analyst=args.analyst,
-        confidence=args.confidence,
-    ) as session:
+    with release_session(args) as session:
         result = session.hierarchy(
             args.table,
             args.level,

@@ -11,15 +11,15 @@ from dalenius.cli.common import (
     EXIT_OK,
     add_json_option,
     add_ledger_options,
-    default_ledger,
+    add_release_options,
     emit_json,
     output_path,
+    release_session,
     write_frame,
 )
-from dalenius.cli.density_cmd import budget_from_args
 from dalenius.core.errors import ConfigurationError
 from dalenius.engine.result import OnTheMapResult, SyntheticResult
-from dalenius.engine.session import Session, connect
+from dalenius.engine.session import Session
 
 
 def register(sub: Any) -> None:
@@ -79,14 +79,9 @@ def register(sub: Any) -> None:
         "--rows", type=int, default=None, help="rows to draw (default: the noisy row count)"
     )
     parser.add_argument("--where", default=None, help="an SQL filter on the table's rows")
-    parser.add_argument("--epsilon", default=None, help="ε to spend (with --delta)")
-    parser.add_argument("--delta", default=None, help="δ to spend (the noise is Gaussian)")
-    parser.add_argument("--rho", default=None, help="ρ to spend, on a zCDP dataset")
-    parser.add_argument(
-        "--budget", default=None, help="the analyst's total ε, recorded if the ledger has none yet"
+    add_release_options(
+        parser, epsilon="ε to spend (with --delta)", delta="δ to spend (the noise is Gaussian)"
     )
-    parser.add_argument("--budget-delta", default=None, help="with --budget: the total δ")
-    parser.add_argument("--budget-rho", default=None, help="instead of --budget: a zCDP budget ρ")
     parser.add_argument(
         "--out", required=True, metavar="FILE", help="where to write the rows: .parquet or .csv"
     )
@@ -99,12 +94,7 @@ def run_synthesize(args: argparse.Namespace) -> int:
     """Run ``dalenius synthesize``."""
     out = output_path(args.out)
     assert out is not None  # --out is required
-    with connect(
-        args.catalog,
-        budget=budget_from_args(args),
-        ledger=args.ledger or default_ledger(),
-        analyst=args.analyst,
-    ) as session:
+    with release_session(args) as session:
         result: SyntheticResult | OnTheMapResult
         if args.method == "onthemap":
             result = _onthemap(session, args)
