@@ -47,12 +47,12 @@ def test_differencing_against_dalenius_stays_within_its_bound() -> None:
 
 @pytest.mark.statistical
 def test_averaging_recovers_the_value_from_the_naive_system_only() -> None:
-    naive = averaging.measure(TargetSpec("naive", epsilon=1), people=60, trials=20, asks=60)
-    assert naive.report.rate is not None and naive.report.rate.estimate >= 0.9
-    # The RMS error of the mean shrinks like 1/√n: after 60 asks it is far below the first one's.
+    naive = averaging.measure(TargetSpec("naive", epsilon=1), people=60, trials=15, asks=50)
+    assert naive.report.rate is not None and naive.report.rate.estimate >= 0.8
+    # The RMS error of the mean shrinks like 1/√n: after 50 asks it is far below the first one's.
     assert naive.rms_error[-1] < 0.35 * naive.rms_error[0]
     cached = averaging.measure(
-        TargetSpec("dalenius", epsilon="1/2", budget=1), people=60, trials=30, asks=60
+        TargetSpec("dalenius", epsilon="1/2", budget=1), people=60, trials=20, asks=50
     )
     assert cached.report.queries == 2  # the second answer came from the ledger's record
     assert cached.rms_error[-1] == cached.rms_error[0]  # repeating taught nothing
@@ -62,8 +62,8 @@ def test_averaging_recovers_the_value_from_the_naive_system_only() -> None:
         TargetSpec("dalenius", epsilon="1/4", budget=1),
         strategy="reword",
         people=60,
-        trials=30,
-        asks=60,
+        trials=20,
+        asks=50,
     )
     assert reworded.report.queries == 4 and reworded.report.refused == 1
     held_to_bound(reworded.report)

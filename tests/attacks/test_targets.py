@@ -113,3 +113,35 @@ def test_report_knows_whether_it_is_within_its_bound() -> None:
     assert inside.within_bound and beyond.within_bound is False
     doc = inside.to_dict()
     assert doc["success"]["trials"] == 100 and doc["bound"]["value"] == pytest.approx(bound)
+
+
+def test_naive_noise_and_the_games_coin_come_from_os_urandom(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import random
+
+    from dalenius.attacks.game import coin
+
+    calls = {"n": 0}
+    real = os.urandom
+
+    def counting(n: int) -> bytes:
+        calls["n"] += 1
+        return real(n)
+
+    def forbidden(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a non-cryptographic generator was used")
+
+    monkeypatch.setattr(os, "urandom", counting)
+    monkeypatch.setattr(np.random, "default_rng", forbidden)
+    for name in ("laplace", "normal", "random", "randint", "choice"):
+        monkeypatch.setattr(np.random, name, forbidden)
+    for name in ("random", "randint", "getrandbits", "choice"):
+        monkeypatch.setattr(random, name, forbidden)
+    target = TargetSpec("naive", epsilon=1).open(database)
+    target.ask("SELECT COUNT(*) FROM people")
+    target.ask("SELECT AVG(height_cm) FROM people")
+    assert calls["n"] >= 2
+    before = calls["n"]
+    assert coin() in (0, 1) and calls["n"] == before + 1
