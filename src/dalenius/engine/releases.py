@@ -13,15 +13,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from dalenius.core.catalog import Table
 from dalenius.core.errors import InternalError, QueryError, UserError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 from dalenius.core.rng import system_random
-from dalenius.ledger.base import CACHED, COMMITTED, CachedAnswer, ChargeRequest
+from dalenius.ledger.base import CACHED, COMMITTED, CachedAnswer, ChargeRequest, Reservation
 from dalenius.releases.density import DensityPlan, DensityRelease, DensityRequest, plan_density
 from dalenius.releases.hierarchy import (
     HierarchyPlan,
@@ -68,24 +70,13 @@ def run_density(
     idempotency_key: str | None,
 ) -> tuple[DensityRelease, bool, str]:
     """Charge, compute and record a density release; return it, whether cached, and its entry id."""
-    versions = "|".join(session.executor.data_version(t) for t in plan.counts.tables)
-    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{DENSITY_FORMAT}".encode()).hexdigest()
-    request = ChargeRequest(
-        principal=session.analyst,
-        dataset=session.dataset,
-        loss=plan.loss,
-        request_key=key,
-        sql=describe(plan),
-        plan_hash=plan.fingerprint(),
-        idempotency_key=idempotency_key,
+    outcome = _reserve(
+        session, plan, plan.counts.tables, DENSITY_FORMAT, describe(plan), idempotency_key
     )
-    outcome = session.ledger.reserve(request)
     if isinstance(outcome, CachedAnswer):
         noisy_sum, noisy_n = _decode(outcome.answer)
         return plan.post_process(noisy_sum, noisy_n, confidence), True, outcome.entry_id
-    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
-    statements = plan.counts.sql(session.executor.dialect, salt)
-
+    statements = plan.counts.sql(session.executor.dialect, _salt())
     reservation = outcome
 
     def work(fetch: Any) -> tuple[DensityRelease, str]:
@@ -114,26 +105,14 @@ def run_hierarchy(
     idempotency_key: str | None,
 ) -> tuple[HierarchyRelease, bool, str]:
     """Charge, compute and record a hierarchical release; return it, whether cached, its entry."""
-    versions = "|".join(session.executor.data_version(t) for t in plan.tables)
-    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{HIERARCHY_FORMAT}".encode()).hexdigest()
-    request = ChargeRequest(
-        principal=session.analyst,
-        dataset=session.dataset,
-        loss=plan.loss,
-        request_key=key,
-        sql=describe_hierarchy(plan),
-        plan_hash=plan.fingerprint(),
-        idempotency_key=idempotency_key,
+    outcome = _reserve(
+        session, plan, plan.tables, HIERARCHY_FORMAT, describe_hierarchy(plan), idempotency_key
     )
-    outcome = session.ledger.reserve(request)
     if isinstance(outcome, CachedAnswer):
-        doc = json.loads(outcome.answer)
-        if doc.get("format") != HIERARCHY_FORMAT:
-            raise InternalError("the ledger's record of this release has an unknown format")
+        doc = _recorded(outcome.answer, HIERARCHY_FORMAT)
         noisy = np.asarray(doc["noisy"], dtype=np.int64)
         return plan.finish(noisy, confidence), True, outcome.entry_id
-    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
-    statement = plan.sql(session.executor.dialect, salt).main
+    statement = plan.sql(session.executor.dialect, _salt()).main
     reservation = outcome
 
     def work(fetch: Any) -> tuple[HierarchyRelease, str]:
@@ -163,27 +142,14 @@ def run_synthetic(
     The record holds the noisy measurements and the sampling seed, so the same request gives back
     the same synthetic rows at no cost.
     """
-    versions = "|".join(session.executor.data_version(t) for t in plan.tables)
-    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{SYNTHETIC_FORMAT}".encode()).hexdigest()
     where = f" WHERE {plan.request.where}" if plan.request.where else ""
-    request = ChargeRequest(
-        principal=session.analyst,
-        dataset=session.dataset,
-        loss=plan.loss,
-        request_key=key,
-        sql=f"SYNTHETIC({', '.join(d.name for d in plan.domains)}) FROM {plan.request.table}{where}",
-        plan_hash=plan.fingerprint(),
-        idempotency_key=idempotency_key,
-    )
-    outcome = session.ledger.reserve(request)
+    text = f"SYNTHETIC({', '.join(d.name for d in plan.domains)}) FROM {plan.request.table}{where}"
+    outcome = _reserve(session, plan, plan.tables, SYNTHETIC_FORMAT, text, idempotency_key)
     if isinstance(outcome, CachedAnswer):
-        doc = json.loads(outcome.answer)
-        if doc.get("format") != SYNTHETIC_FORMAT:
-            raise InternalError("the ledger's record of this release has an unknown format")
+        doc = _recorded(outcome.answer, SYNTHETIC_FORMAT)
         measured = Measurements.from_json(doc["measurements"])
         return plan.synthesise(measured, seed=int(doc["seed"])), True, outcome.entry_id
-    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
-    statement = plan.sql(session.executor.dialect, salt).main
+    statement = plan.sql(session.executor.dialect, _salt()).main
     seed = int(system_random().uint64(1)[0] % (2**63))
     reservation = outcome
 
@@ -212,31 +178,20 @@ def run_onthemap(
     The record holds the synthetic counts themselves, so the same request gives back the same
     rows at no cost.
     """
-    versions = "|".join(session.executor.data_version(t) for t in plan.tables)
-    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{ONTHEMAP_FORMAT}".encode()).hexdigest()
     req = plan.request
     where = f" WHERE {req.where}" if req.where else ""
-    request = ChargeRequest(
-        principal=session.analyst,
-        dataset=session.dataset,
-        loss=plan.loss,
-        request_key=key,
-        sql=f"ONTHEMAP({req.origin} -> {req.destination}; prior={plan.prior}, "
-        f"per_destination={plan.per_destination}) FROM {req.table}{where}",
-        plan_hash=plan.fingerprint(),
-        idempotency_key=idempotency_key,
+    text = (
+        f"ONTHEMAP({req.origin} -> {req.destination}; prior={plan.prior}, "
+        f"per_destination={plan.per_destination}) FROM {req.table}{where}"
     )
-    outcome = session.ledger.reserve(request)
+    outcome = _reserve(session, plan, plan.tables, ONTHEMAP_FORMAT, text, idempotency_key)
     if isinstance(outcome, CachedAnswer):
-        doc = json.loads(outcome.answer)
-        if doc.get("format") != ONTHEMAP_FORMAT:
-            raise InternalError("the ledger's record of this release has an unknown format")
+        doc = _recorded(outcome.answer, ONTHEMAP_FORMAT)
         counts = np.asarray(doc["counts"], dtype=np.int64).reshape(
             len(plan.destinations), len(plan.origins)
         )
         return plan.finish(counts), True, outcome.entry_id
-    salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
-    statement = plan.sql(session.executor.dialect, salt).main
+    statement = plan.sql(session.executor.dialect, _salt()).main
     reservation = outcome
 
     def work(fetch: Any) -> tuple[OnTheMapRelease, str]:
@@ -250,6 +205,53 @@ def run_onthemap(
 
     release, entry_id = session.through_gate(reservation, plan.tables, work)
     return release, False, entry_id
+
+
+class _Planned(Protocol):
+    """What every release plan offers the budget path: its hash and its loss."""
+
+    @property
+    def loss(self) -> Loss: ...
+
+    def fingerprint(self) -> str: ...
+
+
+def _reserve(
+    session: Session,
+    plan: _Planned,
+    tables: Sequence[Table],
+    answer_format: str,
+    text: str,
+    idempotency_key: str | None,
+) -> Reservation | CachedAnswer:
+    """Reserve a release's loss, keyed by its plan, the data version of ``tables`` and the
+    format of its record (an identical earlier request is answered from the ledger).
+    """
+    versions = "|".join(session.executor.data_version(t) for t in tables)
+    key = hashlib.sha256(f"{plan.fingerprint()}|{versions}|{answer_format}".encode()).hexdigest()
+    request = ChargeRequest(
+        principal=session.analyst,
+        dataset=session.dataset,
+        loss=plan.loss,
+        request_key=key,
+        sql=text,
+        plan_hash=plan.fingerprint(),
+        idempotency_key=idempotency_key,
+    )
+    return session.ledger.reserve(request)
+
+
+def _recorded(answer: str, answer_format: str) -> dict[str, Any]:
+    """The ledger's record of a release, checked to be of ``answer_format``."""
+    doc: dict[str, Any] = json.loads(answer)
+    if doc.get("format") != answer_format:
+        raise InternalError("the ledger's record of this release has an unknown format")
+    return doc
+
+
+def _salt() -> int:
+    """A fresh key for contribution bounding's hash ranking, from the OS generator."""
+    return int(system_random().uint64(1)[0]) % SALT_LIMIT
 
 
 def audit_refusal(session: Session, text: str, exc: UserError) -> None:
@@ -276,9 +278,7 @@ def _encode(release: DensityRelease, plan: DensityPlan) -> str:
 
 
 def _decode(answer: str) -> tuple[np.ndarray[Any, np.dtype[np.float64]], int]:
-    doc = json.loads(answer)
-    if doc.get("format") != DENSITY_FORMAT:
-        raise InternalError("the ledger's record of this release has an unknown format")
+    doc = _recorded(answer, DENSITY_FORMAT)
     return np.asarray(doc["noisy_sum"], dtype=np.float64), int(doc["count"])
 
 
