@@ -48,8 +48,8 @@ def test_naive_float_laplace_is_distinguishable() -> None:
 
 def test_zero_versus_one_outputs_coincide_on_the_grid() -> None:
     m = GridLaplace(Fraction(1), Fraction(1))
-    from_zero = m.release(np.zeros(DRAWS), rng=SeededRandom(1))
-    from_one = m.release(np.ones(DRAWS), rng=SeededRandom(2))
+    from_zero = m.release_each(np.zeros(DRAWS), rng=SeededRandom(1))
+    from_one = m.release_each(np.ones(DRAWS), rng=SeededRandom(2))
     for outputs in (from_zero, from_one):
         assert reachable_on_grid(outputs, m.granularity).all()
     small = from_zero[np.abs(from_zero) < 0.5]
@@ -66,8 +66,8 @@ def test_zero_versus_one_outputs_coincide_on_the_grid() -> None:
 def test_zero_versus_power_of_two(k: int) -> None:
     shift = Fraction(2) ** k
     m = GridLaplace(shift, Fraction(1, 2))
-    a = m.release(np.zeros(20_000), rng=SeededRandom(10 + k + 100))
-    b = m.release(np.full(20_000, float(shift)), rng=SeededRandom(20 + k + 100))
+    a = m.release_each(np.zeros(20_000), rng=SeededRandom(10 + k + 100))
+    b = m.release_each(np.full(20_000, float(shift)), rng=SeededRandom(20 + k + 100))
     for outputs in (a, b):
         assert reachable_on_grid(outputs, m.granularity).all()
         units = outputs / float(m.granularity)
@@ -80,5 +80,7 @@ def test_zero_versus_power_of_two(k: int) -> None:
 @pytest.mark.parametrize("granularity", [Fraction(1, 2**30), Fraction(1), Fraction(2**20)])
 def test_explicit_granularities_keep_outputs_on_grid(granularity: Fraction) -> None:
     m = GridLaplace(Fraction(1), Fraction(1), granularity=granularity)
-    outputs = m.release(np.array([0.0, 1e-300, 5e-324, 123456.789, -2.5e6]), rng=SeededRandom(3))
+    outputs = m.release_each(
+        np.array([0.0, 1e-300, 5e-324, 123456.789, -2.5e6]), rng=SeededRandom(3)
+    )
     assert reachable_on_grid(outputs, granularity).all()

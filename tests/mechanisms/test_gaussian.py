@@ -65,9 +65,33 @@ def test_large_noise_moves_integers_to_a_coarser_integer_grid() -> None:
     g = int(m.granularity)
     assert g & (g - 1) == 0
     assert m.sigma2 >= Fraction(1000**2) / (2 * Fraction(1, 1000))
-    out = m.release([0, 12345, -999], rng=SeededRandom(1))
+    out = np.concatenate([m.release([v], rng=SeededRandom(1)) for v in (0, 12345, -999)])
     assert np.all(out % g == 0)
     assert m.error_bar(0.9) % g == g // 2
+    # A vector would be rounded coordinate by coordinate, each possibly a whole step: refused.
+    with pytest.raises(ConfigurationError, match="one answer only"):
+        m.release([0, 12345, -999])
+
+
+def test_a_grid_release_of_several_values_pays_for_their_rounding() -> None:
+    one = GridGaussian(Fraction(5), ZCDP(Fraction(1, 2)))
+    many = GridGaussian(Fraction(5), ZCDP(Fraction(1, 2)), answers=10)
+    assert many.grid_sensitivity == one.grid_sensitivity + 4  # ceil(√10)
+    assert many.sigma2 > one.sigma2
+    many.release(np.zeros(10))
+    with pytest.raises(ConfigurationError, match="answers=11"):
+        many.release(np.zeros(11))
+    with pytest.raises(ConfigurationError, match="answers=2"):
+        one.release([1.0, 2.0])
+
+
+def test_rounding_really_can_move_every_value_of_a_vector_by_a_step() -> None:
+    """Why ``answers`` matters: neighbours 0.49 apart in L2 whose rounded vectors differ by √n."""
+    g, n = 1.0, 16
+    x = np.full(n, 0.49)
+    y = np.full(n, 0.51)  # ‖x − y‖₂ = 0.08, while the rounded vectors differ by 1 in every place
+    assert np.linalg.norm(x - y) < 0.1
+    assert np.linalg.norm(np.floor(x / g + 0.5) - np.floor(y / g + 0.5)) == math.sqrt(n)
 
 
 def test_noise_too_wide_for_any_grid_is_refused() -> None:
@@ -109,7 +133,7 @@ def test_grid_gaussian_grid_and_calibration() -> None:
     assert m.grid_sensitivity == math.ceil(Fraction(5) / g)
     assert m.sigma2 >= Fraction(25)  # Δ²/(2ρ)
     assert m.sigma2 <= Fraction(25) * Fraction(1025, 1024) ** 2
-    out = m.release(np.linspace(-100, 100, 999), rng=SeededRandom(3))
+    out = m.release_each(np.linspace(-100, 100, 999), rng=SeededRandom(3))
     units = out / float(g)
     assert np.all(units == np.round(units))
     with pytest.raises(ConfigurationError):

@@ -173,13 +173,24 @@ def test_grid_laplace_refuses_a_grid_too_fine_for_the_scale() -> None:
 
 
 def test_grid_release_lies_on_the_grid_and_keeps_shape() -> None:
-    m = GridLaplace(Fraction(1), Fraction(1, 2))
+    m = GridLaplace(Fraction(1), Fraction(1, 2), answers=3000)
     exact = np.linspace(-1e6, 1e6, 3000).reshape(3, 1000, 1)
     out = m.release(exact, rng=SeededRandom(3))
     assert out.shape == exact.shape
     units = out / float(m.granularity)
     assert np.all(units == np.round(units))
     assert np.all(np.abs(units) < 2**53)
+
+
+def test_a_grid_release_of_several_values_pays_for_their_rounding() -> None:
+    one = GridLaplace(Fraction(1), Fraction(1), granularity=Fraction(1, 1024))
+    many = GridLaplace(Fraction(1), Fraction(1), granularity=Fraction(1, 1024), answers=5)
+    assert (one.grid_sensitivity, many.grid_sensitivity) == (1024, 1029)
+    assert many.scale > one.scale
+    with pytest.raises(ConfigurationError, match="answers=2"):
+        one.release([0.0, 1.0])
+    with pytest.raises(ConfigurationError, match="answers"):
+        GridLaplace(Fraction(1), Fraction(1), answers=0)
 
 
 def test_grid_release_refuses_nan_and_infinity() -> None:
@@ -193,7 +204,7 @@ def test_grid_release_refuses_nan_and_infinity() -> None:
 
 def test_grid_release_clamps_values_beyond_the_exact_range() -> None:
     m = GridLaplace(Fraction(1), Fraction(1), granularity=Fraction(1, 1024))
-    out = m.release([1e300, -1e300], rng=SeededRandom(4))
+    out = m.release_each([1e300, -1e300], rng=SeededRandom(4))
     limit = float(m.max_exact)
     assert abs(out[0] - limit) < 100 and abs(out[1] + limit) < 100
     assert np.all(out * 1024 == np.round(out * 1024))

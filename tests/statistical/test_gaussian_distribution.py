@@ -88,7 +88,7 @@ def test_symmetry_and_tail_mass() -> None:
 
 def test_grid_gaussian_looks_normal_ks() -> None:
     m = GridGaussian(Fraction(2), ApproxDP(Fraction(1), Fraction(1, 10**6)))
-    out = m.release(np.full(DRAWS, -7.25))
+    out = m.release_each(np.full(DRAWS, -7.25))
     sigma = math.sqrt(float(m.sigma2))
     assert stats.kstest(out, stats.norm(loc=-7.25, scale=sigma).cdf).pvalue > ALPHA
 

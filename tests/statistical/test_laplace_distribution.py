@@ -112,7 +112,7 @@ def test_symmetry_and_tail_mass() -> None:
 
 def test_grid_laplace_looks_continuous_laplace_ks() -> None:
     m = GridLaplace(Fraction(1), Fraction(1, 2))
-    out = m.release(np.full(DRAWS, 3.0))
+    out = m.release_each(np.full(DRAWS, 3.0))
     result = stats.kstest(out, stats.laplace(loc=3.0, scale=float(m.scale)).cdf)
     assert result.pvalue > ALPHA
 
@@ -120,7 +120,7 @@ def test_grid_laplace_looks_continuous_laplace_ks() -> None:
 def test_grid_error_bar_coverage() -> None:
     m = GridLaplace(Fraction(2), Fraction(1))
     exact = np.linspace(-50, 50, DRAWS)
-    out = m.release(exact)
+    out = m.release_each(exact)
     h = m.error_bar(0.9)
     covered = int((np.abs(out - exact) <= h).sum())
     assert covered / DRAWS > 0.9 - 4 * math.sqrt(0.09 / DRAWS) * 1.5

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.rng import RandomSource
 from dalenius.mechanisms._bounds import floor_log2
 
 MIN_EXPONENT = -1000
@@ -84,9 +85,42 @@ def check_granularity(granularity: Fraction) -> Fraction:
     return g
 
 
-def grid_sensitivity(sensitivity: Fraction, granularity: Fraction) -> int:
-    """Sensitivity in grid units after rounding: ``ceil(Δ/g)``."""
-    return math.ceil(sensitivity / granularity)
+def grid_sensitivity(
+    sensitivity: Fraction, granularity: Fraction, answers: int = 1, norm: int = 1
+) -> int:
+    """Sensitivity in grid units after rounding ``answers`` values, each to its nearest unit.
+
+    One answer: ``ceil(Δ/g)`` exactly, since rounding is monotone and commutes with whole-unit
+    shifts. Several: rounding can move each answer by one more unit than its exact change, so the
+    rounded vector's L1 norm grows by at most ``answers`` and its L2 norm by at most
+    ``√answers`` (triangle inequality): ``ceil(Δ/g) + answers`` or ``+ ceil(√answers)``.
+
+    Example:
+        >>> grid_sensitivity(Fraction(5, 2), Fraction(1), answers=4, norm=2)
+        5
+    """
+    if isinstance(answers, bool) or not isinstance(answers, int) or answers < 1:
+        raise ConfigurationError(
+            f"answers must be a whole number of at least 1, got {answers!r}.",
+            fix="pass how many values one release holds, e.g. answers=10.",
+        )
+    base = math.ceil(sensitivity / granularity)
+    if answers == 1:
+        return base
+    root = math.isqrt(answers)
+    return base + (answers if norm == 1 else root + (root * root < answers))
+
+
+def check_answers(size: int, answers: int, what: str) -> None:
+    """Refuse a release holding more values than the mechanism was calibrated for."""
+    if size > answers:
+        raise ConfigurationError(
+            f"{what} got {size} values, but the mechanism was built for answers={answers}.",
+            why="rounding each value to the grid adds to the sensitivity once per value, so the "
+            "noise is calibrated for a fixed number of values per release.",
+            fix=f"build the mechanism with answers={size} (or more), or release the values "
+            "separately, each charged.",
+        )
 
 
 def as_float_array(exact: npt.ArrayLike | Sequence[float], what: str) -> npt.NDArray[np.float64]:
@@ -129,3 +163,53 @@ def float_up(value: Fraction) -> float:
     if Fraction(nearest) < value:
         return math.nextafter(nearest, math.inf)
     return nearest
+
+
+class GridRelease:
+    """The release steps shared by the grid mechanisms: round to ``g·ℤ``, add integer noise.
+
+    A subclass sets ``granularity`` and ``answers`` and draws the noise in grid units.
+    """
+
+    granularity: Fraction
+    answers: int
+
+    def _noise_units(self, size: int, rng: RandomSource | None) -> npt.NDArray[np.int64]:
+        raise NotImplementedError
+
+    def release(
+        self,
+        exact: npt.NDArray[np.float64] | Sequence[float],
+        *,
+        rng: RandomSource | None = None,
+    ) -> npt.NDArray[np.float64]:
+        """Round each exact answer to the grid and add noise in grid units: one release.
+
+        Args:
+            exact: the exact real answers (finite), at most ``answers`` of them.
+            rng: leave ``None`` in production; tests may pass a seeded source.
+
+        Returns:
+            Float64 values that are exact multiples of :attr:`granularity`.
+        """
+        what = f"{type(self).__name__}.release"
+        values = as_float_array(exact, what)
+        check_answers(values.size, self.answers, what)
+        return self.release_each(values, rng=rng)
+
+    def release_each(
+        self,
+        exact: npt.NDArray[np.float64] | Sequence[float],
+        *,
+        rng: RandomSource | None = None,
+    ) -> npt.NDArray[np.float64]:
+        """Release each value as a separate query: ``len(exact)`` releases, each costing ``loss``.
+
+        For statistical tests and simulations that draw many independent releases at once; the
+        caller accounts one ``loss`` per value. A single query of several values uses
+        :meth:`release` with ``answers`` set instead.
+        """
+        values = as_float_array(exact, f"{type(self).__name__}.release_each")
+        units = to_grid(values.ravel(), self.granularity)
+        noise = self._noise_units(units.size, rng)
+        return from_grid(units + noise, self.granularity).reshape(values.shape)

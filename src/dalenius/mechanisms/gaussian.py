@@ -40,14 +40,12 @@ from dalenius.mechanisms._bounds import round_up, sqrt_bounds
 from dalenius.mechanisms._dgauss import MAX_SIGMA2, at_least_bounds, gaussian_sampler
 from dalenius.mechanisms._grid import (
     EXACT_UNITS,
-    as_float_array,
+    GridRelease,
     ceil_power_of_two,
     check_granularity,
     choose_granularity,
     float_up,
-    from_grid,
     grid_sensitivity,
-    to_grid,
 )
 from dalenius.mechanisms._validate import confidence_fraction, draw_count, positive_fraction
 from dalenius.mechanisms.calibration import discrete_gaussian_sigma2, gaussian_sigma2_zcdp
@@ -145,12 +143,16 @@ class _GaussianCore:
     """Calibration shared by the integer and grid Gaussian mechanisms."""
 
     def __init__(
-        self, sensitivity: Fraction | int, loss: GaussianLoss, granularity: Fraction
+        self,
+        sensitivity: Fraction | int,
+        loss: GaussianLoss,
+        granularity: Fraction,
+        answers: int = 1,
     ) -> None:
         self.sensitivity = positive_fraction(sensitivity, "sensitivity")
         self.loss = _check_loss(loss)
         self.granularity = granularity
-        self.grid_sensitivity = grid_sensitivity(self.sensitivity, granularity)
+        self.grid_sensitivity = grid_sensitivity(self.sensitivity, granularity, answers, norm=2)
         self.unit_sigma2 = _unit_sigma2(self.grid_sensitivity, self.loss)
         if self.unit_sigma2 > MAX_SIGMA2:
             raise ConfigurationError(
@@ -229,8 +231,19 @@ class IntegerGaussian:
                 f"IntegerGaussian releases integers, got values of type {values.dtype}.",
                 fix="use GridGaussian for real-valued answers.",
             )
-        clamped = np.clip(values.astype(np.int64), -_INT_LIMIT, _INT_LIMIT)
         g = int(self.granularity)
+        if g > 1 and values.size > 1:
+            # Rounding each coordinate to the coarse grid can move every one of them by a whole
+            # step, so the rounded vector's L2 sensitivity is not the scalar ⌈Δ/g⌉ charged.
+            raise ConfigurationError(
+                f"IntegerGaussian with σ above 3072 rounds to a grid {g} wide, which is safe for "
+                f"one answer only; got {values.size} answers in one call.",
+                why="per-coordinate rounding can move each answer by a grid step, more than the "
+                "vector's sensitivity allows for.",
+                fix="release the answers one call each (each charged separately), or spend a "
+                "larger loss so that σ stays at most 3072.",
+            )
+        clamped = np.clip(values.astype(np.int64), -_INT_LIMIT, _INT_LIMIT)
         # floor(x/g + 1/2) in integers, as on the real grid (g is 1 or an even power of two).
         units = (clamped + g // 2) // g if g > 1 else clamped
         noise = self._core.noise(units.size, rng).reshape(units.shape)
@@ -249,7 +262,7 @@ class IntegerGaussian:
         return units * g + g // 2
 
 
-class GridGaussian:
+class GridGaussian(GridRelease):
     """ρ-zCDP or (ε, δ)-DP for real-valued queries, float-safe: outputs lie on a power-of-two grid.
 
     Args:
@@ -257,10 +270,12 @@ class GridGaussian:
         loss: ``ZCDP(rho)`` or ``ApproxDP(epsilon, delta)``.
         granularity: the grid step ``g``, a power of two; by default the largest with σ and Δ
             at least 1024 steps, made coarser if σ would exceed 3072 steps.
+        answers: how many values one release holds (1 by default); rounding each value can add
+            up to ``ceil(√answers)`` grid units to the L2 sensitivity, which the noise covers.
 
     Attributes:
         granularity: the output grid step.
-        grid_sensitivity: ``ceil(Δ/g)``.
+        grid_sensitivity: ``ceil(Δ/g)`` for one answer, ``ceil(Δ/g) + ceil(√answers)`` for several.
         sigma2: the variance parameter actually used, in output units (at least the requested).
         sigma: ``√σ²`` rounded up.
         loss: what one release costs.
@@ -278,6 +293,7 @@ class GridGaussian:
         sensitivity: Fraction | int,
         loss: GaussianLoss,
         granularity: Fraction | None = None,
+        answers: int = 1,
     ) -> None:
         checked = _check_loss(loss)
         delta_ = positive_fraction(sensitivity, "sensitivity")
@@ -288,7 +304,8 @@ class GridGaussian:
                 g = ceil_power_of_two(rough / MAX_UNITS)
         else:
             g = check_granularity(granularity)
-        self._core = _GaussianCore(delta_, checked, g)
+        self.answers = answers
+        self._core = _GaussianCore(delta_, checked, g, answers)
         self.sensitivity = self._core.sensitivity
         self.loss: GaussianLoss = self._core.loss
         self.granularity = g
@@ -314,22 +331,8 @@ class GridGaussian:
                 fix="pass a coarser granularity or narrower bounds.",
             )
 
-    def release(
-        self,
-        exact: npt.NDArray[np.float64] | Sequence[float],
-        *,
-        rng: RandomSource | None = None,
-    ) -> npt.NDArray[np.float64]:
-        """Round each exact answer to the grid and add discrete Gaussian noise in grid units.
-
-        Args:
-            exact: the exact real answers (finite).
-            rng: leave ``None`` in production; tests may pass a seeded source.
-        """
-        values = as_float_array(exact, "GridGaussian.release")
-        units = to_grid(values.ravel(), self.granularity)
-        noise = self._core.noise(units.size, rng)
-        return from_grid(units + noise, self.granularity).reshape(values.shape)
+    def _noise_units(self, size: int, rng: RandomSource | None) -> npt.NDArray[np.int64]:
+        return self._core.noise(size, rng)
 
     def error_bar(self, confidence: float | Fraction) -> float:
         """Half-width ``g·(h_units + 1/2)`` covering noise and rounding, rounded up to a float."""

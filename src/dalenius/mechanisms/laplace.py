@@ -43,13 +43,11 @@ from dalenius.mechanisms._bounds import exp_bounds, round_up
 from dalenius.mechanisms._dlaplace import MAX_SCALE, laplace_sampler
 from dalenius.mechanisms._grid import (
     EXACT_UNITS,
-    as_float_array,
+    GridRelease,
     check_granularity,
     choose_granularity,
     float_up,
-    from_grid,
     grid_sensitivity,
-    to_grid,
 )
 from dalenius.mechanisms._validate import (
     confidence_fraction,
@@ -214,7 +212,7 @@ class IntegerLaplace:
         return laplace_error_bar(self.scale, confidence_fraction(confidence))
 
 
-class GridLaplace:
+class GridLaplace(GridRelease):
     """Pure ε-DP for real-valued queries, float-safe: outputs lie on a power-of-two grid.
 
     Args:
@@ -222,10 +220,13 @@ class GridLaplace:
         epsilon: the privacy loss of one release.
         granularity: the grid step ``g``, a power of two; by default the largest with both the
             noise scale and Δ at least 1024 steps (so rounding adds at most 1/1024 to the noise).
+        answers: how many values one release holds (1 by default); each value's rounding can add
+            one grid unit to the L1 sensitivity, which the noise then covers.
 
     Attributes:
         granularity: the output grid step.
-        grid_sensitivity: ``ceil(Δ/g)``, the sensitivity in grid units after rounding.
+        grid_sensitivity: the sensitivity in grid units after rounding: ``ceil(Δ/g)`` for one
+            answer, ``ceil(Δ/g) + answers`` for several.
         scale: the noise scale actually used, ``g·ceil(Δ/g)/ε`` (at least ``Δ/ε``).
         loss: what one release costs, ``PureDP(epsilon)``.
         max_exact: exact values beyond ``±max_exact`` are clamped before rounding.
@@ -234,7 +235,7 @@ class GridLaplace:
         >>> m = GridLaplace(Fraction(1), Fraction(1), granularity=Fraction(1, 1024))
         >>> m.scale, m.grid_sensitivity
         (Fraction(1, 1), 1024)
-        >>> out = m.release([0.1, 2.5])
+        >>> out = GridLaplace(Fraction(1), Fraction(1), answers=2).release([0.1, 2.5])
         >>> bool(np.all(out * 1024 == np.round(out * 1024)))
         True
     """
@@ -244,6 +245,7 @@ class GridLaplace:
         sensitivity: Fraction | int,
         epsilon: Fraction,
         granularity: Fraction | None = None,
+        answers: int = 1,
     ) -> None:
         self.sensitivity = positive_fraction(sensitivity, "sensitivity")
         self.epsilon = epsilon_fraction(epsilon)
@@ -252,7 +254,8 @@ class GridLaplace:
             self.granularity = choose_granularity(size, GRID_UNITS)
         else:
             self.granularity = check_granularity(granularity)
-        self.grid_sensitivity = grid_sensitivity(self.sensitivity, self.granularity)
+        self.answers = answers
+        self.grid_sensitivity = grid_sensitivity(self.sensitivity, self.granularity, answers)
         self.unit_scale = _checked_scale(
             Fraction(self.grid_sensitivity) / self.epsilon, "GridLaplace"
         )
@@ -283,25 +286,8 @@ class GridLaplace:
                 fix="pass a coarser granularity or narrower bounds.",
             )
 
-    def release(
-        self,
-        exact: npt.NDArray[np.float64] | Sequence[float],
-        *,
-        rng: RandomSource | None = None,
-    ) -> npt.NDArray[np.float64]:
-        """Round each exact answer to the grid and add discrete Laplace noise in grid units.
-
-        Args:
-            exact: the exact real answers (finite).
-            rng: leave ``None`` in production; tests may pass a seeded source.
-
-        Returns:
-            Float64 values that are exact multiples of :attr:`granularity`.
-        """
-        values = as_float_array(exact, "GridLaplace.release")
-        units = to_grid(values.ravel(), self.granularity)
-        noise = self._sampler.sample(units.size, rng or system_random())
-        return from_grid(units + noise, self.granularity).reshape(values.shape)
+    def _noise_units(self, size: int, rng: RandomSource | None) -> npt.NDArray[np.int64]:
+        return self._sampler.sample(size, rng or system_random())
 
     def error_bar(self, confidence: float | Fraction) -> float:
         """Half-width ``h`` with ``P(|released − exact| <= h) >= confidence`` (noise and rounding).
