@@ -12,10 +12,7 @@ granted is indistinguishable from one that does not exist. A curator sees every 
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -48,6 +45,7 @@ from dalenius.server.guard import (
     check_sql_shape,
     checked_number,
 )
+from dalenius.server.priority import lower_priority
 from dalenius.server.ratelimit import SharedRateLimiter
 from dalenius.server.registry import DatasetCache, OpenDataset, open_catalog
 from dalenius.server.requestlog import RequestLog
@@ -134,18 +132,6 @@ def _planning(sql: str) -> Iterator[None]:
         ) from None
 
 
-def _lower_priority() -> None:
-    """Run this query-pool thread (and the engine threads it starts) at a lower CPU priority.
-
-    On Linux a thread has its own nice value, inherited by the threads it creates: a machine
-    busy with one analyst's slow queries then still gives the event loop and the sign-in
-    threads the CPU first, so other callers' requests are admitted and answered promptly.
-    """
-    # Not Linux, or not allowed: the pool works the same at normal priority.
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-
-
 class Gateway:
     """The gateway's state and operations for one process.
 
@@ -178,7 +164,7 @@ class Gateway:
         # Explain and query run on their own threads, sign-in on others: a principal's slow
         # queries can fill only the query pool, never the threads that admit other requests.
         self.query_pool = ThreadPoolExecutor(
-            limits.query_workers, "dalenius-query", initializer=_lower_priority
+            limits.query_workers, "dalenius-query", initializer=lower_priority
         )
         self.sign_in_pool = ThreadPoolExecutor(4, "dalenius-sign-in")
 

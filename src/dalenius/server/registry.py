@@ -20,6 +20,7 @@ from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.errors import CatalogError, ConfigurationError
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
+from dalenius.server.priority import at_low_priority
 from dalenius.server.store import Registration
 
 FILE_SOURCES = ("csv", "parquet", "duckdb")
@@ -160,8 +161,10 @@ class DatasetCache:
             found = self._open.get(registration.name)
             if found is not None and found.registration == registration and found.stamp == stamp:
                 return found
-            catalog, executor = open_catalog(
-                registration.catalog, data_root=self.data_root, time_limit=self.time_limit
+            catalog, executor = at_low_priority(
+                lambda: open_catalog(
+                    registration.catalog, data_root=self.data_root, time_limit=self.time_limit
+                )
             )
             if catalog.name != registration.name:
                 raise ConfigurationError(
