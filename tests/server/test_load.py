@@ -4,22 +4,30 @@ A real gateway runs in a subprocess on loopback with a running limit of 2 per an
 engine time limit of 50 ms, below what bounding 600,000 rows takes on any machine (with half a
 second, a quiet machine answered every slow query in time, and the limit was never exercised). Alice sends slow queries (contribution bounding over 600,000
 rows) from four threads at once; meanwhile Bob signs in and asks ``GET /v1/me`` and cheap explains.
-Bob's latencies are measured and printed (their p99 is what docs/server.md reports); the test
-asserts only a generous bound, never a tight wall-clock figure. Every loop is bounded and stops
+Alice runs in a process of her own, as a second client would: her four busy client threads in
+Bob's process would hold its interpreter lock and delay Bob's own client, which is not the
+gateway's doing; and her process runs at the lowest CPU priority, as a client on a machine of
+its own would take none of the gateway's CPU. Bob's latencies are measured and printed (their p99 is what docs/server.md
+reports); the test asserts only a generous bound, never a tight wall-clock figure. Every loop is bounded and stops
 itself. The ledger must have charged exactly what it answered.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import statistics
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from fractions import Fraction
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import duckdb
+import httpx
 import pytest
 from tests.server.live import LiveGateway, write_config
 
@@ -75,21 +83,26 @@ def live(tmp_path: Path, demo_catalog: Path) -> Iterator[tuple[LiveGateway, Path
         gateway.stop()
 
 
-def test_a_saturating_analyst_does_not_slow_anyone_else(live: tuple[LiveGateway, Path]) -> None:
-    gateway, ledger_file = live
-    stop = threading.Event()
+def _alice(url: str, token: str, stop: Event, out: Queue[dict[int, int]]) -> None:
+    """Alice's slow queries from four threads of her own process, until ``stop``.
+
+    Her process runs at the lowest CPU priority: in a real deployment her client runs on her own
+    machine, and on a two-core test machine its CPU would otherwise be taken from the gateway.
+    """
+    os.nice(19)
     codes: Counter[int] = Counter()
     lock = threading.Lock()
 
-    def alice(worker: int) -> None:
-        with gateway.client(gateway.tokens["alice"]) as client:
+    def worker(number: int) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
             for i in range(200):  # bounded, and stopped as soon as Bob is done
                 if stop.is_set():
                     return
                 answer = client.post(
                     "/v1/datasets/big/query",
                     json={
-                        "sql": f"SELECT g, COUNT(*), SUM(x) FROM big WHERE x >= {worker * 200 + i} "
+                        "sql": f"SELECT g, COUNT(*), SUM(x) FROM big WHERE x >= {number * 200 + i} "
                         "GROUP BY g",
                         "epsilon": 0.1,
                     },
@@ -99,12 +112,26 @@ def test_a_saturating_analyst_does_not_slow_anyone_else(live: tuple[LiveGateway,
                 if answer.status_code == 429:
                     time.sleep(0.02)
 
-    threads = [threading.Thread(target=alice, args=(w,)) for w in range(ALICE_THREADS)]
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(ALICE_THREADS)]
     for thread in threads:
         thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    out.put(dict(codes))
+
+
+def test_a_saturating_analyst_does_not_slow_anyone_else(live: tuple[LiveGateway, Path]) -> None:
+    gateway, ledger_file = live
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    results: Queue[dict[int, int]] = context.Queue()
+    alice = context.Process(
+        target=_alice, args=(gateway.url, gateway.tokens["alice"], stop, results), daemon=True
+    )
+    alice.start()
     latencies = []
     try:
-        time.sleep(0.5)  # let Alice fill her slots
+        time.sleep(1.5)  # Alice's process starts and fills her slots
         with gateway.client(gateway.tokens["bob"]) as bob:
             for i in range(BOB_REQUESTS):
                 started = time.perf_counter()
@@ -120,8 +147,8 @@ def test_a_saturating_analyst_does_not_slow_anyone_else(live: tuple[LiveGateway,
                 time.sleep(0.02)
     finally:
         stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
+        codes: Counter[int] = Counter(results.get(timeout=120))
+        alice.join(timeout=60)
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[int(0.99 * (len(latencies) - 1))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,26 @@ def test_names_roles_and_missing_things_are_refused() -> None:
         assert store.ensure_principal("bob", "analyst", by="root").name == "bob"
     finally:
         store.close()
+
+
+def test_rate_limit_buckets_of_a_sqlite_file_live_in_a_sidecar_with_its_own_write_lock(
+    tmp_path: Path,
+) -> None:
+    """A request's bucket write never queues behind the ledger's synced commits in the same file."""
+    path = tmp_path / "gateway.sqlite"
+    store = StateStore(str(path))
+    try:
+        assert store.take("token:a", rate=1.0, burst=2, now=100.0) == 0.0
+        assert store.bucket_count() == 1
+    finally:
+        store.close()
+    sidecar = sqlite3.connect(f"{path}-limits")
+    main = sqlite3.connect(path)
+    try:
+        assert sidecar.execute("SELECT client FROM dalenius_gateway_buckets").fetchall() == [
+            ("token:a",)
+        ]
+        assert main.execute("SELECT COUNT(*) FROM dalenius_gateway_buckets").fetchone() == (0,)
+    finally:
+        sidecar.close()
+        main.close()

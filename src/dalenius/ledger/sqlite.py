@@ -14,11 +14,12 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 
 from dalenius.core.errors import ConfigurationError, InternalError
 from dalenius.ledger.sqlstore import Row, Runner, SqlLedger
+from dalenius.ledger.writers import writer_lock
 
 
 class _Runner:
@@ -122,15 +123,16 @@ class SqliteLedger(SqlLedger):
             connection = self._connection
             if connection is None:
                 raise InternalError("This ledger was closed.")
-            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield _Runner(connection)
-                connection.execute("COMMIT")
-            except BaseException:
-                # Also after a failed COMMIT, so the connection is usable for the next call.
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
+            with writer_lock(self.path) if write else nullcontext():
+                connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield _Runner(connection)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    # Also after a failed COMMIT, so the connection is usable for the next call.
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
 
     def _integrity_problems(self, tx: Runner) -> list[str]:
         rows = tx.run("PRAGMA integrity_check")

@@ -15,11 +15,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from dalenius.core.errors import ConfigurationError, InternalError, MissingExtraError
 from dalenius.ledger import sqlite_path
+from dalenius.ledger.writers import writer_lock
 
 if TYPE_CHECKING:
     import psycopg
@@ -173,15 +174,18 @@ class SqliteBackend(Backend):
 
     @contextmanager
     def _run_transaction(self, connection: Any, *, write: bool) -> Iterator[Tx]:
-        # Writers take SQLite's write lock before reading (BEGIN IMMEDIATE).
-        connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield _SqliteTx(connection)
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
+        # Writers take SQLite's write lock before reading (BEGIN IMMEDIATE), after the process's
+        # own lock on the file, so that writers of this process never sleep in SQLite's busy
+        # handler waiting for each other.
+        with writer_lock(self.path) if write else nullcontext():
+            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield _SqliteTx(connection)
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
 
     def is_conflict(self, error: BaseException) -> bool:
         """Whether ``error`` is a uniqueness violation."""

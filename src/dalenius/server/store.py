@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Final
 
 from dalenius.core.errors import ConfigurationError, UserError
-from dalenius.server.sqlbackend import Backend, Row, Tx, open_backend
+from dalenius.server.sqlbackend import Backend, Row, SqliteBackend, Tx, open_backend
 from dalenius.server.tokens import IssuedToken, new_token, parse_token, verify
 
 ANALYST: Final = "analyst"
@@ -145,6 +145,13 @@ def _required_time(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+BUCKETS_TABLE = """CREATE TABLE IF NOT EXISTS dalenius_gateway_buckets (
+    client TEXT PRIMARY KEY,
+    tokens DOUBLE PRECISION NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+)"""
+
+
 class StateStore:
     """Principals, tokens, grants, datasets and the request log in one database.
 
@@ -164,6 +171,22 @@ class StateStore:
         self.url = url
         self._db: Backend = open_backend(url)
         self._create_tables()
+        self._buckets = self._bucket_backend()
+
+    def _bucket_backend(self) -> Backend:
+        """Where rate-limit buckets live: beside a SQLite file, else in the same database.
+
+        Every request writes its bucket. In a SQLite file that is also the ledger, such a write
+        would queue behind the ledger's commits, each synced to disk under the file's one write
+        lock, and a cheap request would wait for another analyst's charges. A sidecar file
+        (``<file>-limits``) has a write lock of its own; PostgreSQL locks rows, not the database.
+        """
+        if not isinstance(self._db, SqliteBackend) or self._db.path == ":memory:":
+            return self._db
+        sidecar = SqliteBackend(f"{self._db.path}-limits")
+        with sidecar.transaction(write=True) as tx:
+            tx.run(BUCKETS_TABLE)
+        return sidecar
 
     @property
     def backend(self) -> Backend:
@@ -219,11 +242,7 @@ class StateStore:
                 set_at {time} NOT NULL,
                 set_by TEXT NOT NULL
             )""",
-            """CREATE TABLE IF NOT EXISTS dalenius_gateway_buckets (
-                client TEXT PRIMARY KEY,
-                tokens DOUBLE PRECISION NOT NULL,
-                at DOUBLE PRECISION NOT NULL
-            )""",
+            BUCKETS_TABLE,
         ]
         with self._db.transaction(write=True) as tx:
             if self._db.dialect == "postgres":
@@ -559,8 +578,8 @@ class StateStore:
         Returns:
             0.0 if the request may proceed, else the seconds to wait.
         """
-        with self._db.transaction(write=True) as tx:
-            if self._db.dialect == "postgres":
+        with self._buckets.transaction(write=True) as tx:
+            if self._buckets.dialect == "postgres":
                 tx.run(
                     "INSERT INTO dalenius_gateway_buckets (client, tokens, at) VALUES (?, ?, ?) "
                     "ON CONFLICT (client) DO NOTHING",
@@ -594,7 +613,7 @@ class StateStore:
 
     def forget_full_buckets(self, *, rate: float, burst: int, now: float, keep: int) -> None:
         """Delete refilled buckets (the same as no row), and all but the ``keep`` newest."""
-        with self._db.transaction(write=True) as tx:
+        with self._buckets.transaction(write=True) as tx:
             tx.run("DELETE FROM dalenius_gateway_buckets WHERE at < ?", (now - burst / rate - 1.0,))
             tx.run(
                 "DELETE FROM dalenius_gateway_buckets WHERE at < (SELECT at FROM "
@@ -604,7 +623,7 @@ class StateStore:
 
     def bucket_count(self) -> int:
         """How many clients have a bucket stored now."""
-        with self._db.transaction(write=False) as tx:
+        with self._buckets.transaction(write=False) as tx:
             return int(tx.run("SELECT COUNT(*) FROM dalenius_gateway_buckets")[0][0])
 
     # -- request log -----------------------------------------------------------------------
@@ -668,7 +687,9 @@ class StateStore:
         ]
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connections."""
+        if self._buckets is not self._db:
+            self._buckets.close()
         self._db.close()
 
 
