@@ -61,6 +61,20 @@ def test_a_large_shift_gives_a_large_epsilon_in_both_directions() -> None:
     assert bench.binned_epsilon(b, a) > 2.0
 
 
+def test_a_half_millisecond_delay_over_a_noisy_floor_is_detected_through_a_tail() -> None:
+    rng = np.random.default_rng(7)
+    a = 8.0 + rng.normal(0.0, 0.4, N) + rng.exponential(1.0, N)
+    b = 8.5 + rng.normal(0.0, 0.4, N) + rng.exponential(1.0, N)
+    assert bench.binned_epsilon(list(a), list(b)) > 0.5
+
+
+def test_the_bound_stays_at_zero_on_identical_skewed_distributions() -> None:
+    rng = np.random.default_rng(8)
+    for seed in range(20):
+        a, b = (list(8.0 + rng.lognormal(0.0, 0.5, N)) for _ in range(2))
+        assert bench.binned_epsilon(a, b, seed=seed) == 0.0
+
+
 @pytest.mark.slow
 def test_the_benchmark_prints_every_pair_and_mode(tmp_path: Path) -> None:
     command = [
