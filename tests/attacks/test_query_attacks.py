@@ -39,7 +39,7 @@ def test_differencing_is_exact_on_raw_sql() -> None:
 @pytest.mark.statistical
 def test_differencing_against_dalenius_stays_within_its_bound() -> None:
     spec = TargetSpec("dalenius", epsilon="1/2", budget=1)
-    report = differencing.run(spec, people=60, trials=80)
+    report = differencing.run(spec, people=60, trials=60)
     assert report.bound == pytest.approx(best_test_bound(1.0))
     held_to_bound(report)
     assert report.epsilon_spent == 1 and report.refused == 0
@@ -96,7 +96,7 @@ def test_lp_decoder_recovers_exact_answers() -> None:
 def test_membership_from_exact_counts_and_its_bound_under_dalenius() -> None:
     raw = membership.run(RAW, people=300, trials=20)
     assert raw.rate is not None and raw.rate.successes == 20
-    dp = membership.run(TargetSpec("dalenius", epsilon="1/2"), people=300, trials=80)
+    dp = membership.run(TargetSpec("dalenius", epsilon="1/2"), people=300, trials=60)
     assert dp.bound == pytest.approx(best_test_bound(0.5))
     held_to_bound(dp)
 

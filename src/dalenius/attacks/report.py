@@ -249,10 +249,10 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
     out.print("[dim]questions, refused and ε spent are per attacker (one trial)[/dim]")
     for report in reports:
         if report.details:
-            out.print(f"[bold]{report.target}[/bold]")
+            out.print(f"[bold]{report.target}[/bold]", highlight=False)
             for name, value in report.details.items():
                 shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-                out.print(f"  {name}: {shown}")
+                out.print(f"  {name}: {shown}", highlight=False)
 
 
 def _bound_cell(report: AttackReport) -> str:
