@@ -224,7 +224,11 @@ class HomogeneityResult:
         return AttackReport(
             attack="homogeneity",
             target=self.label,
-            metric=f"a target's {self.sensitive} is learned with certainty, and rightly",
+            metric=(
+                "whether a target is married is learned with certainty, and rightly"
+                if self.sensitive == "married"
+                else f"a target's {self.sensitive} is learned with certainty, and rightly"
+            ),
             rate=self.rate,
             bound=0.0 if self._guaranteed() else None,
             bound_text="ℓ-diversity: ≥ 2 values left" if self._guaranteed() else "",

@@ -257,9 +257,10 @@ def _generaliser(hierarchy: Hierarchy, level: int) -> Coarsen:
     return coarsen
 
 
-SYNTHETIC_COLUMNS = ("state", "sex", "age", "occupation")
-"""The census columns a DP synthetic release can hold for the linking story: ZIP code and date of
-birth have no public domain (their values would come from the data), so they cannot be released."""
+SYNTHETIC_COLUMNS = ("state", "sex", "age")
+"""The census quasi-identifiers a DP synthetic release can hold, beside the sensitive column: ZIP
+code and date of birth have no public domain (their values would come from the data), so they
+cannot be released."""
 
 
 def dalenius_synthetic(
@@ -268,21 +269,23 @@ def dalenius_synthetic(
     sensitive: str,
     epsilon: float = 1.0,
     delta: float = 1e-6,
-    columns: Sequence[str] = SYNTHETIC_COLUMNS,
+    columns: Sequence[str] | None = None,
     age_bins: int = 10,
     zip_to_state: Mapping[str, str] | None = None,
 ) -> Issued:
     """Synthetic census rows from Dalenius (MST) under an (ε, δ) budget: no record is a person.
 
-    The records are declared with the census catalog's keys and bounds, a session with a budget of exactly
-    ``(epsilon, delta)`` is opened, and :meth:`~dalenius.engine.session.Session.synthesize`
+    The records are declared with the census catalog's keys and bounds, a session with a budget
+    of exactly ``(epsilon, delta)`` is opened, and :meth:`~dalenius.engine.session.Session.synthesize`
     releases as many rows as there were records. The attacker links on what is left of the
     quasi-identifiers — state (from the public ZIP directory ``zip_to_state``), sex and age band
     (from the date of birth) — and reads the sensitive column of the matching synthetic rows.
+    ``columns`` defaults to :data:`SYNTHETIC_COLUMNS` and the sensitive column.
 
     Raises:
         ConfigurationError: if a column is unknown or the sensitive column is not among ``columns``.
     """
+    columns = [*SYNTHETIC_COLUMNS, sensitive] if columns is None else list(columns)
     if sensitive not in columns:
         raise ConfigurationError(
             f"the sensitive column {sensitive!r} is not among the synthetic columns {list(columns)}.",
