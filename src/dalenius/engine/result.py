@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from dalenius.core.errors import MissingExtraError
 from dalenius.core.loss import Loss, PureDP
@@ -237,91 +237,102 @@ def format_table(result: Result) -> str:
     return "\n".join(lines)
 
 
+class _Tabular(Protocol):
+    def to_pandas(self) -> pd.DataFrame: ...
+
+
+R = TypeVar("R", bound=_Tabular)
+
+_FROM_RECORD = " (from the ledger's record, no new cost)"
+_SAME_ROWS = " (the same rows, from the ledger's record, no new cost)"
+
+
 @dataclass(frozen=True)
-class DensityResult:
+class ReleaseResult(Generic[R]):
+    """What every release returns: the release, the loss it spent and the budget left.
+
+    Attributes:
+        release: the released object (a curve, a hierarchy of counts, synthetic rows).
+        loss: the loss charged (nothing new when ``cached``).
+        remaining: the budget left after it.
+        cached: answered from the ledger's record of an identical earlier release, at no cost.
+        entry_id: the ledger entry that records it.
+    """
+
+    release: R
+    loss: Loss
+    remaining: Loss
+    cached: bool
+    entry_id: str | None
+
+    def accounting(self) -> dict[str, Any]:
+        """The loss, the budget left, whether cached and the entry id, as JSON."""
+        return {
+            "loss": loss_dict(self.loss),
+            "remaining": loss_dict(self.remaining),
+            "cached": self.cached,
+            "entry_id": self.entry_id,
+        }
+
+    def footer(self, cached: str = _FROM_RECORD, detail: str = "") -> str:
+        """The last line of the text form: the loss (with ``detail``) and the budget left."""
+        return f"Loss: {self.loss}{detail}{cached if self.cached else ''}. Remaining: {self.remaining}."
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The release as a table (see each release's ``to_pandas``)."""
+        return self.release.to_pandas()
+
+
+@dataclass(frozen=True)
+class DensityResult(ReleaseResult[DensityRelease]):
     """A released density curve (or surface), the loss it spent and the budget left.
 
     Attributes:
         release: the curve on its grid with pointwise and simultaneous bands
             (:class:`~dalenius.releases.density.DensityRelease`).
-        loss: the loss charged (nothing new when ``cached``).
-        remaining: the budget left after it.
-        cached: answered from the ledger's record of an identical earlier release, at no cost.
-        entry_id: the ledger entry that records it.
-    """
 
-    release: DensityRelease
-    loss: Loss
-    remaining: Loss
-    cached: bool
-    entry_id: str | None
+    The loss, the budget left, ``cached`` and ``entry_id`` are :class:`ReleaseResult`'s.
+    """
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document the CLI and the HTTP API return."""
         return {
             **self.release.to_json(),
-            "loss": loss_dict(self.loss),
-            "remaining": loss_dict(self.remaining),
-            "cached": self.cached,
-            "entry_id": self.entry_id,
+            **self.accounting(),
         }
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per grid point: the grid column(s), density, low, high, band_low, band_high."""
-        frame: pd.DataFrame = self.release.to_pandas()
-        return frame
 
     def __str__(self) -> str:
         r = self.release
         grid = " × ".join(f"{g.size} points on [{g[0]:g}, {g[-1]:g}]" for g in r.grid)
         peak = float(r.density.max()) if r.density.size else 0.0
-        cached = " (from the ledger's record, no new cost)" if self.cached else ""
         return (
             f"Density of {', '.join(r.columns)}: {grid}; peak {peak:.4g}; "
-            f"noisy count {r.count}; {round(r.confidence * 100)}% bands.\n"
-            f"Loss: {self.loss}{cached}. Remaining: {self.remaining}."
+            f"noisy count {r.count}; {round(r.confidence * 100)}% bands.\n" + self.footer()
         )
 
 
 @dataclass(frozen=True)
-class HierarchyResult:
+class HierarchyResult(ReleaseResult[HierarchyRelease]):
     """A released hierarchy of counts, the loss it spent and the budget left.
 
     Attributes:
         release: every node's noisy, consistent and final count with intervals
             (:class:`~dalenius.releases.hierarchy.HierarchyRelease`).
-        loss: the loss charged (nothing new when ``cached``).
-        remaining: the budget left after it.
-        cached: answered from the ledger's record of an identical earlier release, at no cost.
-        entry_id: the ledger entry that records it.
-    """
 
-    release: HierarchyRelease
-    loss: Loss
-    remaining: Loss
-    cached: bool
-    entry_id: str | None
+    The loss, the budget left, ``cached`` and ``entry_id`` are :class:`ReleaseResult`'s.
+    """
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document the CLI and the HTTP API return."""
         return {
             **self.release.to_json(),
-            "loss": loss_dict(self.loss),
-            "remaining": loss_dict(self.remaining),
-            "cached": self.cached,
-            "entry_id": self.entry_id,
+            **self.accounting(),
         }
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per node: level, the key columns, then noisy / consistent / final and intervals."""
-        frame: pd.DataFrame = self.release.to_pandas()
-        return frame
 
     def __str__(self) -> str:
         r = self.release
         frame = r.to_pandas()
         counts = frame.groupby("level").size().tolist()
-        cached = " (from the ledger's record, no new cost)" if self.cached else ""
         head = (
             f"Hierarchy {' > '.join(r.levels)}: {len(frame)} nodes ({', '.join(map(str, counts))} per level), "
             f"{round(r.confidence * 100)}% intervals.\n"
@@ -338,32 +349,20 @@ class HierarchyResult:
                 f"  … {len(frame) - len(shown)} more nodes (to_pandas(), --csv or --json for all)"
             )
         table = "\n".join(lines)
-        return head + table + f"\nLoss: {self.loss}{cached}. Remaining: {self.remaining}."
+        return head + table + "\n" + self.footer()
 
 
 @dataclass(frozen=True)
-class SyntheticResult:
+class SyntheticResult(ReleaseResult[SyntheticRelease]):
     """Released synthetic rows, the loss spent and the budget left.
 
     Attributes:
         release: the rows and the tree of column pairs the model keeps
             (:class:`~dalenius.releases.synthetic.SyntheticRelease`).
-        loss: the loss charged (nothing new when ``cached``).
-        remaining: the budget left after it.
-        cached: the same rows, from the ledger's record of an identical earlier release.
-        entry_id: the ledger entry that records it.
+
+    The loss, the budget left, ``cached`` (the same rows) and ``entry_id`` are
+    :class:`ReleaseResult`'s.
     """
-
-    release: SyntheticRelease
-    loss: Loss
-    remaining: Loss
-    cached: bool
-    entry_id: str | None
-
-    def to_pandas(self) -> pd.DataFrame:
-        """The synthetic table."""
-        frame: pd.DataFrame = self.release.to_pandas()
-        return frame
 
     def to_dict(self) -> dict[str, Any]:
         """A summary for JSON output (the rows themselves go to a file)."""
@@ -371,45 +370,29 @@ class SyntheticResult:
             "columns": list(self.release.columns),
             "rows": self.release.rows,
             "edges": [list(e) for e in self.release.edges],
-            "loss": loss_dict(self.loss),
-            "remaining": loss_dict(self.remaining),
-            "cached": self.cached,
-            "entry_id": self.entry_id,
+            **self.accounting(),
         }
 
     def __str__(self) -> str:
         r = self.release
         pairs = ", ".join(f"{a}–{b}" for a, b in r.edges)
-        cached = " (the same rows, from the ledger's record, no new cost)" if self.cached else ""
         return (
             f"Synthetic {len(r.columns)}-column table, {r.rows} rows. Pairs kept: {pairs}.\n"
-            f"Loss: {self.loss}{cached}. Remaining: {self.remaining}."
+            + self.footer(_SAME_ROWS)
         )
 
 
 @dataclass(frozen=True)
-class OnTheMapResult:
+class OnTheMapResult(ReleaseResult[OnTheMapRelease]):
     """Released synthetic origin–destination rows, the loss spent and the budget left.
 
     Attributes:
         release: the synthetic counts per (destination, origin), the prior and sizes used
             (:class:`~dalenius.releases.onthemap.OnTheMapRelease`).
-        loss: the loss charged (nothing new when ``cached``).
-        remaining: the budget left after it.
-        cached: the same rows, from the ledger's record of an identical earlier release.
-        entry_id: the ledger entry that records it.
+
+    The loss, the budget left, ``cached`` (the same rows) and ``entry_id`` are
+    :class:`ReleaseResult`'s.
     """
-
-    release: OnTheMapRelease
-    loss: Loss
-    remaining: Loss
-    cached: bool
-    entry_id: str | None
-
-    def to_pandas(self) -> pd.DataFrame:
-        """The synthetic microdata: one row per synthetic person."""
-        frame: pd.DataFrame = self.release.to_pandas()
-        return frame
 
     def to_dict(self) -> dict[str, Any]:
         """A summary and the flows (origin, destination, count) for JSON output."""
@@ -429,21 +412,20 @@ class OnTheMapResult:
                     flows[r.origin], flows[r.destination], flows["count"], strict=True
                 )
             ],
-            "loss": loss_dict(self.loss),
-            "remaining": loss_dict(self.remaining),
-            "cached": self.cached,
-            "entry_id": self.entry_id,
+            **self.accounting(),
         }
 
     def __str__(self) -> str:
         r = self.release
-        cached = " (the same rows, from the ledger's record, no new cost)" if self.cached else ""
+        detail = (
+            f" (ε {float(r.count_epsilon):.4g} for the destination sizes, "
+            f"{float(r.sample_epsilon):.4g} for the origins)"
+        )
         return (
             f"Synthetic {r.origin} -> {r.destination} table, {r.rows} rows over "
             f"{len(r.destinations)} destinations (at most {r.per_destination} each), "
             f"prior {float(r.prior):g} pseudo-counts per origin.\n"
-            f"Loss: {self.loss} (ε {float(r.count_epsilon):.4g} for the destination sizes, "
-            f"{float(r.sample_epsilon):.4g} for the origins){cached}. Remaining: {self.remaining}."
+            + self.footer(_SAME_ROWS, detail)
         )
 
 
