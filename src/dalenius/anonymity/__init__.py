@@ -13,7 +13,7 @@ docs/anonymity/ for what each model does and does not protect against.
 
 from dalenius.anonymity.anonymize import Release, UnsatisfiableError, anonymize
 from dalenius.anonymity.check import CheckReport, check
-from dalenius.anonymity.config import Config, load_config, parse_config
+from dalenius.anonymity.config import Config, config_from_dict, load_config, parse_config
 from dalenius.anonymity.hierarchy import Hierarchy, HierarchyError
 from dalenius.anonymity.models import (
     AlphaKAnonymity,
@@ -47,6 +47,7 @@ __all__ = [
     "UnsatisfiableError",
     "anonymize",
     "check",
+    "config_from_dict",
     "load_config",
     "parse_config",
     "risk",

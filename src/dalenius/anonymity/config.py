@@ -45,7 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dalenius.anonymity.anonymize import Release, anonymize
 from dalenius.anonymity.hierarchy import Hierarchy, HierarchyError
+from dalenius.anonymity.lattice import Progress
 from dalenius.anonymity.models import (
     AlphaKAnonymity,
     BetaLikeness,
@@ -95,6 +97,23 @@ class Config:
     hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     file: str = "<config>"
 
+    def release(self, data: Any, *, progress: Progress | None = None) -> Release:
+        """Anonymise ``data`` as this config says (see :func:`dalenius.anonymity.anonymize`)."""
+        return anonymize(
+            data,
+            quasi_identifiers=self.quasi_identifiers,
+            models=self.models,
+            sensitive=self.sensitive,
+            identifiers=self.identifiers,
+            hierarchies=self.hierarchies,
+            suppression_limit=self.suppression_limit,
+            metric=self.metric,
+            algorithm=self.algorithm,
+            mondrian=self.mondrian,
+            ordered=self.ordered,
+            progress=progress,
+        )
+
 
 def load_config(path: str | Path) -> Config:
     """Read and validate an anonymisation config file.
@@ -120,6 +139,16 @@ def parse_config(text: str, *, file: str = "<config>", base_dir: Path | None = N
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _err(file, f"the file is not valid TOML: {exc}.") from None
+    return config_from_dict(doc, file=file, base_dir=base_dir)
+
+
+def config_from_dict(
+    doc: Mapping[str, Any], *, file: str = "<config>", base_dir: Path | None = None
+) -> Config:
+    """Validate a config already parsed (TOML, or the same document sent as JSON)."""
+    if not isinstance(doc, Mapping):
+        raise _err(file, "the config must be a table of sections.")
+    doc = dict(doc)
     _known(file, "the top level", doc, SECTIONS)
     data = _data(file, doc.get("data"), base_dir)
     attrs = _section(file, doc, "attributes")

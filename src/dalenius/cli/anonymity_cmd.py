@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dalenius.anonymity import anonymize, check, load_config, risk
+from dalenius.anonymity import check, load_config, risk
 from dalenius.anonymity.anonymize import check_output_path
 from dalenius.cli.common import EXIT_OK, emit_json
 from dalenius.core.errors import ConfigurationError
@@ -91,20 +91,7 @@ def run_anonymize(args: argparse.Namespace) -> int:
         )
     progress, finish = _progress(quiet=args.quiet or args.json or config.algorithm != "lattice")
     try:
-        release = anonymize(
-            data,
-            quasi_identifiers=config.quasi_identifiers,
-            models=config.models,
-            sensitive=config.sensitive,
-            identifiers=config.identifiers,
-            hierarchies=config.hierarchies,
-            suppression_limit=config.suppression_limit,
-            metric=config.metric,
-            algorithm=config.algorithm,
-            mondrian=config.mondrian,
-            ordered=config.ordered,
-            progress=progress,
-        )
+        release = config.release(data, progress=progress)
     finally:
         finish()
     if out is not None:

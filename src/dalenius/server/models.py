@@ -594,3 +594,29 @@ class OnTheMapRequest(_Request):
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
     )
+
+
+ColumnName = Annotated[str, Field(min_length=1, max_length=200, pattern=TEXT_PATTERN)]
+
+
+class AnonymityCheckRequest(_Request):
+    """Syntactic anonymity of a table as it is: the largest k, ℓ, the smallest t, … and risks."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    quasi_identifiers: list[ColumnName] = Field(min_length=1, max_length=64, examples=[["age"]])
+    sensitive: list[ColumnName] = Field(default_factory=list, max_length=16)
+
+
+class AnonymizeRequest(_Request):
+    """A table released anonymised: the config of ``dalenius anonymize`` as JSON, minus [data]."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    attributes: dict[str, Any] = Field(
+        examples=[{"quasi_identifiers": ["age", "sex"], "identifiers": ["name"]}]
+    )
+    privacy: dict[str, Any] = Field(default_factory=dict, examples=[{"k": 5}])
+    anonymize: dict[str, Any] = Field(default_factory=dict, examples=[{"algorithm": "lattice"}])
+    hierarchies: dict[str, Any] = Field(
+        default_factory=dict, examples=[{"age": {"type": "intervals", "widths": [5, 10, 20]}}]
+    )
+    rows: int | None = Field(default=None, ge=0, le=10_000_000)

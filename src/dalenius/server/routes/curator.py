@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from dalenius.server import models
+from dalenius.server import anonymity, models
 from dalenius.server.gateway import MAX_LIST, LossSpec
 from dalenius.server.routes.deps import (
     CuratorDep,
@@ -325,3 +325,35 @@ def requests(
 ) -> dict[str, object]:
     """The gateway's request log: every request, its caller, status and time, newest first."""
     return {"requests": gateway.request_log(principal, limit)}
+
+
+@router.post(
+    "/datasets/{name}/anonymity/check",
+    responses=errors(400, 403, 404, 503),
+    operation_id="anonymity_check",
+)
+def anonymity_check(
+    name: Name, body: models.AnonymityCheckRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Syntactic anonymity of a table as it is (k, ℓ, t, β, δ) and its re-identification risks.
+
+    Curators only: it reads the records themselves, with no differential privacy.
+    """
+    return anonymity.check_table(gateway, caller, name, body)
+
+
+@router.post(
+    "/datasets/{name}/anonymize",
+    responses=errors(400, 403, 404, 503),
+    operation_id="anonymize",
+)
+def anonymize(
+    name: Name, body: models.AnonymizeRequest, caller: CuratorDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Release a table's records anonymised (k-anonymity, ℓ-diversity, t-closeness, …).
+
+    Curators only: the custodian's publication of microdata, which spends no privacy budget
+    because it has no differential-privacy guarantee. The body is ``dalenius anonymize``'s
+    config as JSON without ``data``; every released class is re-checked before the answer.
+    """
+    return anonymity.anonymize_table(gateway, caller, name, body)

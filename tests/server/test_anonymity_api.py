@@ -1,0 +1,91 @@
+"""Syntactic anonymity through the gateway: curators only, the CLI's config as JSON, re-checked."""
+
+from __future__ import annotations
+
+import pandas as pd
+from tests.server.helpers import Site
+
+from dalenius.anonymity import check
+
+BODY = {
+    "table": "people",
+    "attributes": {
+        "quasi_identifiers": ["age", "sex"],
+        "identifiers": ["name", "person_id", "date_of_birth", "zip"],
+        "sensitive": ["education"],
+    },
+    "privacy": {"k": 5, "l": 2, "suppression_limit": 0.02},
+    "hierarchies": {"age": {"type": "intervals", "widths": [5, 10, 20]}},
+}
+
+
+def test_an_analyst_may_neither_check_nor_anonymize(site: Site) -> None:
+    for path, body in (
+        ("/v1/datasets/census/anonymize", BODY),
+        ("/v1/datasets/census/anonymity/check", {"table": "people", "quasi_identifiers": ["age"]}),
+    ):
+        answer = site.client.post(path, json=body, headers=site.as_(site.analyst))
+        assert answer.status_code == 403, answer.text
+        assert site.client.post(path, json=body).status_code == 401
+
+
+def test_a_curator_gets_a_release_that_satisfies_the_models(site: Site) -> None:
+    answer = site.client.post(
+        "/v1/datasets/census/anonymize", json=BODY, headers=site.as_(site.curator)
+    )
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    report = doc["report"]
+    assert report["rows_out"] == doc["rows"] > 0
+    assert report["rows_in"] - report["rows_out"] == report["suppressed"]
+    data = pd.DataFrame(doc["data"])
+    for identifier in BODY["attributes"]["identifiers"]:
+        assert identifier not in data.columns
+    assert data["age"].str.startswith("[").all()  # generalised to intervals
+    released = check(data, ["age", "sex"], ["education"])
+    assert released.k >= 5
+    assert released.sensitive[0].distinct_l >= 2
+
+
+def test_rows_caps_the_records_returned_not_the_report(site: Site) -> None:
+    body = {**BODY, "rows": 3}
+    doc = site.client.post(
+        "/v1/datasets/census/anonymize", json=body, headers=site.as_(site.curator)
+    ).json()
+    assert doc["rows"] == 3 and len(doc["data"]["age"]) == 3
+    assert doc["report"]["rows_out"] > 3
+
+
+def test_a_curator_checks_a_table_as_it_is(site: Site) -> None:
+    body = {"table": "people", "quasi_identifiers": ["age", "sex"], "sensitive": ["education"]}
+    answer = site.client.post(
+        "/v1/datasets/census/anonymity/check", json=body, headers=site.as_(site.curator)
+    )
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    assert doc["check"]["k"] >= 1
+    assert 0 < doc["risk"]["prosecutor_max"] <= 1
+
+
+def test_bad_configs_are_refused_naming_the_request(site: Site) -> None:
+    cases = [
+        ({**BODY, "privacy": {"k": 5, "suppression_limit": 2}}, "suppression_limit"),
+        ({**BODY, "anonymize": {"speed": "fast"}}, "speed"),
+        (
+            {**BODY, "attributes": {"quasi_identifiers": ["age", "nope"], "sensitive": ["sex"]}},
+            "nope",
+        ),
+        ({**BODY, "hierarchies": {"age": {"type": "tree", "values": {"1": ["x"]}}}}, "age"),
+    ]
+    for body, named in cases:
+        answer = site.client.post(
+            "/v1/datasets/census/anonymize", json=body, headers=site.as_(site.curator)
+        )
+        assert 400 <= answer.status_code < 500, answer.text
+        assert named in answer.text
+    missing = site.client.post(
+        "/v1/datasets/census/anonymize",
+        json={**BODY, "table": "planets"},
+        headers=site.as_(site.curator),
+    )
+    assert missing.status_code == 404 and "people" in missing.text
