@@ -21,6 +21,7 @@ with it.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import logging
@@ -73,7 +74,11 @@ class DuckDBExecutor(Executor):
         super().__init__(catalog)
         # No progress bar: a long query would otherwise print it on the process's output.
         self._con = duckdb.connect(":memory:")
-        self._con.execute("SET enable_progress_bar = false")
+        # In a Jupyter kernel without ipywidgets DuckDB refuses to touch the setting (it cannot
+        # draw a bar there either), having already switched the bar off; connecting from a
+        # notebook must not fail for it (the docs' executed notebook checks this).
+        with contextlib.suppress(duckdb.Error):
+            self._con.execute("SET enable_progress_bar = false")
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
         if disabled_optimizers is None and catalog.constant_time:
