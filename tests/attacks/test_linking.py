@@ -82,3 +82,5 @@ def test_bad_arguments_are_refused_before_any_data_is_read() -> None:
         check_against("anonymous")
     with pytest.raises(ConfigurationError, match="release_share"):
         scenario(100, release_share=1.5)
+    with pytest.raises(ConfigurationError, match=r"release_share must be a share in \(0, 1\]"):
+        scenario(100, release_share=0)

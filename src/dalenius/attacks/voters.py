@@ -157,8 +157,8 @@ def scenario(
         >>> s.released.num_rows > 0 and s.voters.num_rows > 0 and s.truth.overlap > 0
         True
     """
-    _check_share("release_share", release_share)
-    _check_share("registered", registered)
+    _check_share("release_share", release_share, empty=False)
+    _check_share("registered", registered, empty=False)
     _check_share("moved", moved)
     population = generate_people(n, seed=seed)
     chosen = generator(seed, _SAMPLE_STREAM).random(population.num_rows) < release_share
@@ -184,9 +184,16 @@ def _zips_by_state(population: pa.Table) -> dict[str, list[str]]:
     return out
 
 
-def _check_share(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+def _check_share(name: str, value: object, *, empty: bool = True) -> None:
+    """A share in [0, 1] — in (0, 1] when ``empty`` is false (nothing to attack at 0)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= 1
+        or (value == 0 and not empty)
+    ):
+        interval = "[0, 1]" if empty else "(0, 1]"
         raise ConfigurationError(
-            f"{name} must be a share in [0, 1]; got {value!r}.",
+            f"{name} must be a share in {interval}; got {value!r}.",
             fix=f"pass for example {name}=0.5.",
         )
