@@ -49,6 +49,7 @@ from dalenius.ledger.base import (
     BUDGET_SET,
     CACHED,
     CHARGED,
+    CHARGED_STATUSES,
     COMMITTED,
     DATASET_SET,
     EXHAUSTED,
@@ -84,7 +85,8 @@ _CHARGE_COLUMNS = (
     "status, answer, created_at, finished_at, detail"
 )
 _AUDIT_COLUMNS = "seq, at, principal, dataset, sql_text, plan_hash, loss, outcome, detail, entry_id"
-_CHARGED_IN = "status IN ('pending', 'charged', 'committed', 'failed', 'lost')"
+_CHARGED_IN = "status IN (" + ", ".join(f"'{s}'" for s in CHARGED_STATUSES) + ")"
+"""The charges that count against a budget, as SQL (from :data:`CHARGED_STATUSES`)."""
 _DATASET_COLUMNS = "name, definition, total_cap, fail_closed"
 _BUDGET_COLUMNS = "principal, dataset, cap, refresh_days, anchor, exhausted_at"
 _RETRIES = 5
@@ -402,16 +404,7 @@ class SqlLedger(Ledger):
             detail = f"definition {definition}" + ("" if cap is None else f", total cap {cap}")
             if fail_closed is not None:
                 detail += ", fail closed" if fail_closed else ", fail open"
-            self._audit(
-                tx,
-                at=now,
-                principal="",
-                dataset=dataset,
-                sql="",
-                outcome=DATASET_SET,
-                detail=detail,
-                loss=cap,
-            )
+            self._audit_dataset(tx, now, dataset, detail, loss=cap)
 
     def _switch_definition(
         self, tx: Runner, current: DatasetInfo, definition: Definition, now: datetime
@@ -460,14 +453,11 @@ class SqlLedger(Ledger):
                 "UPDATE dalenius_budgets SET cap = ? WHERE principal = ? AND dataset = ?",
                 (encode_loss(cap), who, dataset),
             )
-        self._audit(
+        self._audit_dataset(
             tx,
-            at=now,
-            principal="",
-            dataset=dataset,
-            sql="",
-            outcome=DATASET_SET,
-            detail=(
+            now,
+            dataset,
+            (
                 f"accounting switched from {current.definition} to {definition}: "
                 f"{len(new_charges)} charges and {len(new_caps)} budgets converted"
             ),
@@ -482,15 +472,7 @@ class SqlLedger(Ledger):
             if self._dataset(tx, dataset, lock=True) is None:
                 raise ConfigurationError(f"The ledger has no dataset {dataset!r}.")
             tx.run("UPDATE dalenius_datasets SET total_cap = NULL WHERE name = ?", (dataset,))
-            self._audit(
-                tx,
-                at=now,
-                principal="",
-                dataset=dataset,
-                sql="",
-                outcome=DATASET_SET,
-                detail="total cap removed",
-            )
+            self._audit_dataset(tx, now, dataset, "total cap removed")
 
     def set_budget(
         self, principal: str, dataset: str, cap: Loss, *, refresh_days: int | None = None
@@ -591,41 +573,32 @@ class SqlLedger(Ledger):
             if isinstance(decision, _Shared):
                 return self._record_shared(tx, request, decision, now)
             if isinstance(decision, CachedAnswer):
-                self._audit(
+                self._audit_request(
                     tx,
-                    at=now,
-                    principal=request.principal,
-                    dataset=request.dataset,
-                    sql=request.sql,
-                    plan_hash=request.plan_hash,
-                    outcome=CACHED,
-                    detail=f"answered from entry {decision.entry_id} at no cost",
+                    now,
+                    request,
+                    CACHED,
+                    f"answered from entry {decision.entry_id} at no cost",
                     entry_id=decision.entry_id,
                 )
                 return decision
             if isinstance(decision, EvaluationFailed):
-                self._audit(
+                self._audit_request(
                     tx,
-                    at=now,
-                    principal=request.principal,
-                    dataset=request.dataset,
-                    sql=request.sql,
-                    plan_hash=request.plan_hash,
-                    outcome=CACHED,
-                    detail="the recorded failure after the data gate returned again, at no cost",
+                    now,
+                    request,
+                    CACHED,
+                    "the recorded failure after the data gate returned again, at no cost",
                 )
                 return decision
             if isinstance(decision, DaleniusError):
-                self._audit(
+                self._audit_request(
                     tx,
-                    at=now,
-                    principal=request.principal,
-                    dataset=request.dataset,
-                    sql=request.sql,
-                    plan_hash=request.plan_hash,
+                    now,
+                    request,
+                    REFUSED,
+                    decision.what if isinstance(decision, UserError) else str(decision),
                     loss=request.loss,
-                    outcome=REFUSED,
-                    detail=decision.what if isinstance(decision, UserError) else str(decision),
                 )
                 return decision
             reservation = Reservation(uuid.uuid4().hex, request)
@@ -646,16 +619,13 @@ class SqlLedger(Ledger):
                     encode_time(now),
                 ),
             )
-            self._audit(
+            self._audit_request(
                 tx,
-                at=now,
-                principal=request.principal,
-                dataset=request.dataset,
-                sql=request.sql,
-                plan_hash=request.plan_hash,
+                now,
+                request,
+                RESERVED,
+                "reserved before reading data",
                 loss=decision,
-                outcome=RESERVED,
-                detail="reserved before reading data",
                 entry_id=reservation.id,
             )
             return reservation
@@ -699,19 +669,16 @@ class SqlLedger(Ledger):
         tx.run(
             "INSERT INTO dalenius_shared (entry_id, source_id) VALUES (?, ?)", (ident, source.id)
         )
-        self._audit(
+        self._audit_request(
             tx,
-            at=now,
-            principal=request.principal,
-            dataset=request.dataset,
-            sql=request.sql,
-            plan_hash=request.plan_hash,
-            loss=shared.charged,
-            outcome=ANSWERED,
-            detail=(
+            now,
+            request,
+            ANSWERED,
+            (
                 f"the release of entry {source.id}, shared: charged to this analyst's budget, "
                 "not again to the dataset's total cap"
             ),
+            loss=shared.charged,
             entry_id=ident,
         )
         return CachedAnswer(ident, source.answer or "", request.loss, now, shared_from=source.id)
@@ -907,6 +874,46 @@ class SqlLedger(Ledger):
                 (FAILED, LOST),
             )
         return {str(name): int(count) for name, count in rows}
+
+    def _audit_request(
+        self,
+        tx: Runner,
+        now: datetime,
+        request: ChargeRequest,
+        outcome: str,
+        detail: str,
+        *,
+        loss: Loss | None = None,
+        entry_id: str | None = None,
+    ) -> None:
+        """The audit line of a decision about ``request`` (who, what, which plan)."""
+        self._audit(
+            tx,
+            at=now,
+            principal=request.principal,
+            dataset=request.dataset,
+            sql=request.sql,
+            plan_hash=request.plan_hash,
+            loss=loss,
+            outcome=outcome,
+            detail=detail,
+            entry_id=entry_id,
+        )
+
+    def _audit_dataset(
+        self, tx: Runner, now: datetime, dataset: str, detail: str, *, loss: Loss | None = None
+    ) -> None:
+        """The audit line of a custodian's change to a dataset's settings."""
+        self._audit(
+            tx,
+            at=now,
+            principal="",
+            dataset=dataset,
+            sql="",
+            outcome=DATASET_SET,
+            detail=detail,
+            loss=loss,
+        )
 
     def _audit_entry(
         self, tx: Runner, now: datetime, entry: LedgerEntry, outcome: str, detail: str
