@@ -1,66 +1,128 @@
-"""The ``dalenius`` command: ``query``, ``explain``, ``budget``, ``ledger``, ``demo``, ``serve`` and ``calibrate``."""
+"""The ``dalenius`` command and its subcommands (``query``, ``explain``, ``budget``, ``serve`` …).
+
+Each subcommand lives in its own module, which imports what it needs (the engine, numpy, DuckDB,
+the anonymity toolkit …). Importing all of them costs more than a second, so :func:`main` imports
+only the module of the subcommand asked for; ``dalenius``, ``dalenius --help`` and ``dalenius
+--version`` import none. :data:`COMMANDS` names each subcommand's module and its one-line help; a
+test checks it against what the modules register, so the two cannot drift apart.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dalenius import __version__
-from dalenius.cli import (
-    accuracy_cmd,
-    anonymity_cmd,
-    attack_cmd,
-    budget_cmd,
-    calibrate_cmd,
-    catalog_cmd,
-    demo_cmd,
-    density_cmd,
-    download_cmd,
-    hierarchy_cmd,
-    ldp_cmd,
-    ledger_cmd,
-    query_cmd,
-    serve_cmd,
-    synth_cmd,
+
+DESCRIPTION = (
+    "Differentially private answers to aggregate SQL, under a budget that is never overspent."
 )
-from dalenius.cli.common import run_guarded
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "query": ("query_cmd", "answer an aggregate SQL query with differential privacy"),
+    "explain": (
+        "query_cmd",
+        "show a query's plan, cost and expected error without reading data or spending budget",
+    ),
+    "batch": ("accuracy_cmd", "split one budget optimally over several queries with error targets"),
+    "budget": ("budget_cmd", "show or set privacy budgets"),
+    "ledger": ("ledger_cmd", "list or export the record of releases and the audit trail"),
+    "demo": ("demo_cmd", "generate a synthetic census and run a guided tour of private queries"),
+    "serve": ("serve_cmd", "run the HTTP gateway (JSON API under /v1) and its web console"),
+    "density": (
+        "density_cmd",
+        "release the density curve of a numeric column (Gaussian-process mechanism)",
+    ),
+    "anonymize": (
+        "anonymity_cmd",
+        "release a microdata file under k-anonymity, l-diversity, t-closeness ...",
+    ),
+    "anonymity": (
+        "anonymity_cmd",
+        "check the privacy models and re-identification risk of a table",
+    ),
+    "ldp": ("ldp_cmd", "local differential privacy: simulate protocols, read collections"),
+    "hierarchy": (
+        "hierarchy_cmd",
+        "release counts at every level of a hierarchy of key columns, made consistent",
+    ),
+    "synthesize": (
+        "synth_cmd",
+        "release synthetic microdata of a table (MST: 1-way and 2-way marginals, tree model)",
+    ),
+    "calibrate": ("calibrate_cmd", "measure constant-time release deadlines on adversarial tables"),
+    "catalog": ("catalog_cmd", "custodian tools for a catalog (check it against the data)"),
+    "attack": (
+        "attack_cmd",
+        "run a measured attack against raw SQL, a naive noisy system and Dalenius",
+    ),
+    "download": (
+        "download_cmd",
+        "fetch a density, hierarchy or synthetic release again by its entry id (free)",
+    ),
+}
+"""Each subcommand: the module under ``dalenius.cli`` that registers it, and its one-line help."""
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, Any]:
+    parser = argparse.ArgumentParser(prog="dalenius", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"dalenius {__version__}")
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
+
+
+def _modules() -> list[str]:
+    """The subcommand modules, in the order their commands are listed."""
+    return list(dict.fromkeys(module for module, _ in COMMANDS.values()))
+
+
+def _register(sub: Any, module: str) -> None:
+    register: Callable[[Any], None] = importlib.import_module(f"dalenius.cli.{module}").register
+    register(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (also used by the docs test to list every command)."""
-    parser = argparse.ArgumentParser(
-        prog="dalenius",
-        description="Differentially private answers to aggregate SQL, under a budget that is never overspent.",
-    )
-    parser.add_argument("--version", action="version", version=f"dalenius {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    query_cmd.register(sub)
-    accuracy_cmd.register(sub)
-    budget_cmd.register(sub)
-    ledger_cmd.register(sub)
-    demo_cmd.register(sub)
-    serve_cmd.register(sub)
-    density_cmd.register(sub)
-    anonymity_cmd.register(sub)
-    ldp_cmd.register(sub)
-    hierarchy_cmd.register(sub)
-    synth_cmd.register(sub)
-    calibrate_cmd.register(sub)
-    catalog_cmd.register(sub)
-    attack_cmd.register(sub)
-    download_cmd.register(sub)
+    """The full argument parser, every subcommand's module imported (docs and tests use it)."""
+    parser, sub = _top_parser()
+    for module in _modules():
+        _register(sub, module)
     return parser
+
+
+def _parser_for(command: str | None) -> argparse.ArgumentParser:
+    """A parser that knows every subcommand's name and help, and the arguments of ``command``."""
+    parser, sub = _top_parser()
+    module = COMMANDS[command][0] if command in COMMANDS else None
+    for name, (owner, text) in COMMANDS.items():
+        if owner == module:
+            continue
+        # A name and its help only: enough to list it, and to refuse an unknown command.
+        sub.add_parser(name, help=text, description=text)
+    if module is not None:
+        _register(sub, module)
+    return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand asked for: the first argument that is not an option (top-level options
+    take no value).
+    """
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dalenius`` script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser_for(_command_of(arguments))
+    args = parser.parse_args(arguments)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from dalenius.cli.common import run_guarded
+
     try:
         code: int = run_guarded(args.func, args)
         sys.stdout.flush()
