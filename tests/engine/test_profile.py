@@ -125,3 +125,49 @@ def test_an_in_memory_table_is_checked_too() -> None:
     )
     (table,) = profile_catalog(catalog)
     assert table.columns[0].above == 1 and table.skipped_lines is None
+
+
+@pytest.mark.postgres
+def test_postgres_gives_the_same_profile_as_duckdb() -> None:
+    from tests.conformance.engines import POSTGRES_ADMIN_URL, connect_admin, fresh_schema
+
+    rows = [(1, 5, "a"), (1, 9, "B"), (1, 7, "c"), (2, None, "a"), (None, 2, "b"), (3, -1, "A")]
+    schema = fresh_schema()
+    admin = connect_admin()
+    admin.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        admin.execute(f'CREATE TABLE "{schema}".v (pid bigint, n bigint, kind text)')
+        with admin.cursor() as cur:
+            cur.executemany(f'INSERT INTO "{schema}".v VALUES (%s, %s, %s)', rows)
+        table = {
+            "privacy_unit": {"column": "pid", "max_rows": 2, "max_groups": 1},
+            "columns": {
+                "pid": "int",
+                "n": {"type": "int", "bounds": [0, 6]},
+                "kind": {"type": "str", "keys": ["a", "b"]},
+            },
+        }
+        in_pg = Catalog.from_dict(
+            {
+                "tables": {
+                    "v": {
+                        **table,
+                        "source": {"postgres": POSTGRES_ADMIN_URL, "table": f"{schema}.v"},
+                    }
+                }
+            }
+        )
+        frame = pd.DataFrame(rows, columns=["pid", "n", "kind"])
+        in_duckdb = Catalog.from_dict({"tables": {"v": {**table, "source": frame}}})
+        (pg,) = profile_catalog(in_pg)
+        (duck,) = profile_catalog(in_duckdb)
+    finally:
+        admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        admin.close()
+    assert pg.findings == duck.findings and pg.unit == duck.unit
+    assert [
+        (c.nulls, c.below, c.above, c.outside_keys, c.case_only, c.examples) for c in pg.columns
+    ] == [
+        (c.nulls, c.below, c.above, c.outside_keys, c.case_only, c.examples) for c in duck.columns
+    ]
+    assert pg.columns[2].examples == (("A", 1), ("B", 1), ("c", 1))
