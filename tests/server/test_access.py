@@ -35,7 +35,13 @@ DEVICE_ROUTES = [r for r in ROUTES if "device" in r[3]]  # local-DP devices: a c
 
 
 def concrete(path: str) -> str:
-    values = {"name": "census", "dataset": "census", "analyst": "alice", "token_id": "0" * 16}
+    values = {
+        "name": "census",
+        "dataset": "census",
+        "analyst": "alice",
+        "token_id": "0" * 16,
+        "entry_id": "0" * 32,
+    }
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
 
 
