@@ -36,9 +36,9 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +147,7 @@ def opendp_runs(
     domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=dp.i32))
     metric = dp.l01inf_distance(dp.absolute_distance(T=dp.i32))
 
-    def make(threshold: int) -> Callable[[Release], Release]:
+    def make(threshold: int) -> Any:
         return dp.m.make_laplace_threshold(domain, metric, scale=1 / epsilon, threshold=threshold)
 
     threshold = 1

@@ -520,6 +520,9 @@ class Compiler:
             this=_scaled(_double(clipped), -_log2(m.granularity), self.dialect),
             expression=_double_literal(offset),
         )
+        if _rounding_below(m, _SUM_SPAN):
+            # Provably within ±row_units after rounding (see _rounding_below): no clamp.
+            return exact_sum(_half_up(shifted), self.dialect)
         units_bound = Fraction(m.row_units)
         return exact_sum(_half_up(_clip(shifted, -units_bound, units_bound)), self.dialect)
 
@@ -576,6 +579,8 @@ class Compiler:
         )
         if b:
             square = exp.Mul(this=square, expression=exp.Literal.number(2))
+        if not wide and _rounding_below(m, _SQUARE_SPAN):
+            return exact_sum(_half_up(square), self.dialect)
         units_bound = Fraction(m.row_units)
         return exact_sum(_half_up(_clip(square, Fraction(0), units_bound)), self.dialect)
 
@@ -765,6 +770,44 @@ def _clip(value: exp.Expr, low: Fraction, high: Fraction) -> exp.Expr:
         ],
         default=value.copy(),
     )
+
+
+_SUM_SPAN = Fraction(2**40)
+"""A centred sum's clamp is dropped when every bound is within 2^40 grid steps of 0."""
+
+_SQUARE_SPAN = Fraction(2**16)
+"""A sum of squares' clamp is dropped when every bound is within 2^16 reaches of 0."""
+
+
+def _rounding_below(m: Measurement, span: Fraction) -> bool:
+    """Whether doubles keep a clipped row's grid value within 0.05 of ``±row_units``: no clamp needed.
+
+    The value is ``(clip(x) − c)/g`` computed as ``fl(fl(x)·2^k − fl(c/g))`` (a sum) or
+    ``fl((fl(x) − fl(c))·2^a)²·2^b`` (a sum of squares), with ``x`` already clipped to the bounds
+    written as doubles (NaN and ±∞ become a bound, NULL stays NULL). The exact value lies within
+    ``row_units`` (the reach over the grid, rounded up). Each double rounds by at most 2^-53 of
+    its magnitude and scaling by a power of two is exact, so with ``M = max(|low|, |high|)``:
+
+    * sum: the error is at most ``3·2^-53·M/g + 2^-53·row_units <= 2^-11`` when ``M/g <= 2^40``;
+    * square: the difference's error is at most ``3·2^-53·M`` and the square's at most
+      ``2·reach·3·2^-53·M/g2 + 2^-53·row_units``; with ``reach²/g2 <= 2^30`` and
+      ``M <= 2^16·reach`` that is below ``6·2^-7 < 0.05``.
+
+    Subnormal rounding is absolute (2^-1075), so the grid (the reach, for squares) must not be
+    tiny: ``g >= 2^-1000`` (``reach >= 2^-400``) keeps it far below a grid step.
+
+    Either way ``FLOOR(v + 0.5)`` stays within ``[−row_units, row_units]`` (``[0, row_units]``),
+    so the clamp to those bounds, which costs as much as the clip itself, could never bind;
+    without the condition (a centre far from 0 relative to the reach, huge bounds) it is kept.
+    """
+    assert m.bounds is not None
+    top = max(abs(m.bounds[0]), abs(m.bounds[1]))
+    if m.row_units > 2**31:
+        return False
+    if m.kind == "sum":
+        return m.granularity >= Fraction(1, 2**1000) and top <= span * m.granularity
+    reach = max(abs(m.bounds[0] - m.center), abs(m.bounds[1] - m.center))
+    return reach >= Fraction(1, 2**400) and top <= span * reach
 
 
 _BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
