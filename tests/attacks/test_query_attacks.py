@@ -86,6 +86,19 @@ def test_reconstruction_against_dalenius_is_bounded_by_the_budget() -> None:
     assert report.rate is not None and report.rate.estimate < 0.7  # near chance in practice
 
 
+def test_subset_questions_are_distinct_and_select_about_half() -> None:
+    subsets = reconstruction.random_subsets(1500, 40)  # of the 41·40 = 1640 in the family
+    assert (
+        len({(a, b) for a, b in zip(subsets.a.tolist(), subsets.b.tolist(), strict=True)}) == 1500
+    )
+    assert 0.4 < subsets.matrix.mean() < 0.6
+    assert subsets.question(0).startswith("SELECT SUM(secret) FROM people WHERE (person_id * ")
+    from dalenius.core.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="only 1640 distinct subsets"):
+        reconstruction.random_subsets(2000, 40)
+
+
 def test_lp_decoder_recovers_exact_answers() -> None:
     pytest.importorskip("scipy")
     report = reconstruction.measure(RAW, people=40, queries=160, decoder="lp").report

@@ -97,11 +97,24 @@ class Subsets:
 def random_subsets(queries: int, people: int) -> Subsets:
     """``queries`` subsets of the ids 1..people, their (a, b) drawn from the OS generator."""
     p = _prime_above(people)
+    if queries > p * (p - 1):
+        raise ConfigurationError(
+            f"only {p * (p - 1)} distinct subsets of this family exist for {people} people, "
+            f"not {queries}.",
+            fix="ask fewer queries or use more people.",
+        )
     source = system_random()
-    # The modulo bias of a 64-bit draw reduced mod p < 2**20 is below 2**-44: immaterial here.
-    a = 1 + (source.uint64(queries) % np.uint64(p - 1)).astype(np.int64)
-    b = (source.uint64(queries) % np.uint64(p)).astype(np.int64)
-    return Subsets(a, b, p, people)
+    # Distinct (a, b) pairs: a repeated pair would be a repeated question, which Dalenius answers
+    # from its record and which teaches nothing new. The modulo bias of a 64-bit draw reduced
+    # mod p < 2**20 is below 2**-44: immaterial here.
+    pairs: dict[tuple[int, int], None] = {}
+    while len(pairs) < queries:
+        need = queries - len(pairs)
+        a = 1 + source.uint64(need) % np.uint64(p - 1)
+        b = source.uint64(need) % np.uint64(p)
+        pairs.update(dict.fromkeys(zip(a.tolist(), b.tolist(), strict=True)))
+    chosen = np.array(list(pairs)[:queries], dtype=np.int64).reshape(queries, 2)
+    return Subsets(chosen[:, 0], chosen[:, 1], p, people)
 
 
 @dataclass(frozen=True)
