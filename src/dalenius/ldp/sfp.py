@@ -449,8 +449,12 @@ class FragmentPuzzles:
         if candidates:
             candidates.sort()
             z_word = NormalDist().inv_cdf(1 - alpha / len(candidates))
-            word_threshold = z_word * math.sqrt(float(self.word.variance([0], n)[0]))
             found = self.word.estimate(sketches.word, n, candidates, confidence)
+            # The spread of a zero count, collisions with the candidates' own (estimated) counts
+            # included: a heavy word shares a cell with any other in 1/m of the rows.
+            others = np.clip(found.counts, 0, n)
+            zero = float(self.word.variance(np.r_[0.0, others], n)[0])
+            word_threshold = z_word * math.sqrt(zero)
             order = [
                 i
                 for i in np.argsort(-found.counts, kind="stable")
