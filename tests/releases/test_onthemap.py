@@ -266,3 +266,14 @@ def test_the_cli_writes_the_rows_and_gives_the_same_file_again(
     assert first == (tmp_path / "b.csv").read_bytes()
     assert len(first.splitlines()) == 1 + doc["rows"]
     assert main([*args, "--out", str(tmp_path / "c.csv")[:-4]]) == 2  # not .csv/.parquet
+
+
+def test_a_derived_row_count_stays_within_the_size_limit(tmp_path: Path) -> None:
+    plan = plan_onthemap(
+        load_catalog(write(tmp_path, jobs())),
+        OnTheMapRequest("jobs", "home", "work", prior=Fraction(1)),
+        epsilon=Fraction(100),
+        delta=None,
+    )
+    assert plan.per_destination == 1_000_000 // 3
+    assert epsilon_for(plan.prior, plan.per_destination) <= plan.sample_epsilon

@@ -252,7 +252,7 @@ def plan_onthemap(
             fix=f"pass count_epsilon={float(epsilon / 10):g}, or leave it out.",
         )
     sample_eps = epsilon - count_eps
-    prior, size = _prior_and_size(request, sample_eps, rows)
+    prior, size = _prior_and_size(request, sample_eps, rows, MAX_ROWS // len(destinations))
     if size * len(destinations) > MAX_ROWS:
         raise QueryError(
             f"{len(destinations)} destinations × {size} rows each exceed {MAX_ROWS} synthetic rows.",
@@ -273,8 +273,12 @@ def plan_onthemap(
     )
 
 
-def _prior_and_size(request: OnTheMapRequest, budget: Fraction, rows: int) -> tuple[Fraction, int]:
-    """The pseudo-count α and the rows per destination M with ``R·ln(1 + M/α) <= budget``."""
+def _prior_and_size(
+    request: OnTheMapRequest, budget: Fraction, rows: int, most: int
+) -> tuple[Fraction, int]:
+    """The pseudo-count α and the rows per destination M with ``R·ln(1 + M/α) <= budget``
+    (a derived M is at most ``most``, so the synthetic table stays within its size limit).
+    """
     prior, size = request.prior, request.per_destination
     if prior is not None and prior <= 0:
         raise InvalidLossError(
@@ -297,7 +301,7 @@ def _prior_and_size(request: OnTheMapRequest, budget: Fraction, rows: int) -> tu
         assert size is not None
         return smallest_prior(budget, size, rows), size
     if size is None:
-        size = int(prior * (exp_down(budget / rows) - 1))
+        size = min(int(prior * (exp_down(budget / rows) - 1)), max(most, 1))
         while size > 0 and epsilon_for(prior, size, rows) > budget:
             size -= 1
         if size < 1:
@@ -305,7 +309,7 @@ def _prior_and_size(request: OnTheMapRequest, budget: Fraction, rows: int) -> tu
                 f"a prior of {float(prior):g} pseudo-counts allows no synthetic row at this epsilon.",
                 fix=f"use a prior of at least {float(smallest_prior(budget, 1, rows)):g}, or a larger epsilon.",
             )
-        return prior, min(size, MAX_ROWS)
+        return prior, size
     if epsilon_for(prior, size, rows) > budget:
         need = smallest_prior(budget, size, rows)
         raise InvalidLossError(
