@@ -125,3 +125,12 @@ def test_frames_are_scanned_in_place_not_copied() -> None:
         assert exact_answer(session, "SELECT SUM(x) FROM p").rows == ((499500,),)
         values[0] = 1000  # the frame's own buffer (pandas' .loc would copy on write)
         assert exact_answer(session, "SELECT SUM(x) AS s FROM t").rows == ((500500,),)
+
+
+def test_a_frame_table_can_be_anonymised_too(adult_catalog_path: Path) -> None:
+    from dalenius.anonymity.source import load
+
+    catalog = Catalog.from_dict(frame_doc(adult_catalog_path, READERS["polars"]))
+    loaded = load(catalog.tables[0])
+    assert loaded.rows == 32561 and loaded.columns == catalog.tables[0].column_names
+    assert loaded.types["age"] == "BIGINT"

@@ -18,6 +18,8 @@ import duckdb
 
 from dalenius.core.catalog import Table
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.frames import FRAME_KIND
+from dalenius.executors.duckdb import scannable
 
 _DUCKDB_TYPES = {
     "int": "BIGINT",
@@ -133,6 +135,9 @@ def _catalog_sql(con: duckdb.DuckDBPyConnection, table: Table) -> str:
     elif source.kind == "duckdb":
         con.execute(f"ATTACH '{location}' AS __catalog_db (READ_ONLY)")
         raw = f"__catalog_db.{quote(source.table or table.name)}"
+    elif source.kind == FRAME_KIND:
+        con.register("__catalog_frame", scannable(source.frame))
+        raw = "__catalog_frame"
     else:
         raise ConfigurationError(
             f"the {source.kind} source of table {table.name!r} cannot be anonymised in DuckDB.",

@@ -188,7 +188,7 @@ class DuckDBExecutor(Executor):
         name = self._frames.get(table.name)
         if name is None:
             name = f"__frame_{len(self._frames)}"
-            self._con.register(name, _scannable(table.source.frame))
+            self._con.register(name, scannable(table.source.frame))
             self._frames[table.name] = name
         return f'"{name}"'
 
@@ -387,8 +387,12 @@ def csv_reader(location: str, header: list[str]) -> str:
     return f"read_csv('{location}', {options})"
 
 
-def _scannable(frame: object) -> object:
-    """What DuckDB's ``register`` scans in place for an in-memory table (see the module doc)."""
+def scannable(frame: object) -> object:
+    """What DuckDB's ``register`` scans in place for an in-memory table (see the module doc).
+
+    pandas and Arrow objects as they are; a Polars frame as its Arrow view (shared buffers); an
+    Arrow record batch as a one-batch table; a DuckDB relation run once into an Arrow table.
+    """
     label = frame_type(frame)
     if label == "Polars DataFrame":
         return frame.to_arrow()  # type: ignore[attr-defined]  # zero-copy for most types
