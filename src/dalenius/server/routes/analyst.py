@@ -19,6 +19,7 @@ from dalenius.server.routes.deps import (
     GatewayDep,
     PathName,
     QueryFilter,
+    documented,
     errors,
     run_query_work,
     single_query_values,
@@ -36,36 +37,22 @@ def me(caller: CallerDep, gateway: GatewayDep) -> models.Me:
     return models.Me(name=caller.name, role=caller.role, token_id=caller.token_id, datasets=names)
 
 
-@router.get(
-    "/datasets",
-    response_model_exclude_unset=True,
-    response_model=models.DatasetList,
-    responses=errors(),
-    operation_id="list_datasets",
-)
+@documented(router.get, "/datasets", models.DatasetList, operation_id="list_datasets")
 def list_datasets(caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
     """The datasets the caller may use (all of them for a curator)."""
     return {"datasets": gateway.list_datasets(caller)}
 
 
-@router.get(
-    "/datasets/{name}",
-    response_model_exclude_unset=True,
-    response_model=models.DatasetDetail,
-    responses=errors(404, 503),
-    operation_id="get_dataset",
+@documented(
+    router.get, "/datasets/{name}", models.DatasetDetail, 404, 503, operation_id="get_dataset"
 )
 def get_dataset(name: PathName, caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
     """A dataset's public metadata: tables, columns, types, bounds, keys, privacy units."""
     return gateway.describe_dataset(caller, name)
 
 
-@router.post(
-    "/datasets/{name}/explain",
-    response_model_exclude_unset=True,
-    response_model=models.Explanation,
-    responses=errors(404, 503),
-    operation_id="explain",
+@documented(
+    router.post, "/datasets/{name}/explain", models.Explanation, 404, 503, operation_id="explain"
 )
 async def explain(
     name: PathName, body: models.ExplainRequest, caller: CallerDep, gateway: GatewayDep
@@ -85,12 +72,8 @@ async def explain(
     return found
 
 
-@router.post(
-    "/datasets/{name}/query",
-    response_model_exclude_unset=True,
-    response_model=models.QueryResult,
-    responses=errors(404, 409, 503),
-    operation_id="query",
+@documented(
+    router.post, "/datasets/{name}/query", models.QueryResult, 404, 409, 503, operation_id="query"
 )
 async def query(
     name: PathName, body: models.QueryRequest, caller: CallerDep, gateway: GatewayDep
@@ -111,12 +94,8 @@ async def query(
     return found
 
 
-@router.post(
-    "/datasets/{name}/batch",
-    response_model_exclude_unset=True,
-    response_model=models.BatchResult,
-    responses=errors(404, 409, 503),
-    operation_id="batch",
+@documented(
+    router.post, "/datasets/{name}/batch", models.BatchResult, 404, 409, 503, operation_id="batch"
 )
 async def batch(
     name: PathName, body: models.BatchRequest, caller: CallerDep, gateway: GatewayDep
@@ -136,37 +115,19 @@ async def batch(
     return found
 
 
-@router.get(
-    "/datasets/{name}/budget",
-    response_model_exclude_unset=True,
-    response_model=models.Budget,
-    responses=errors(404),
-    operation_id="get_my_budget",
-)
+@documented(router.get, "/datasets/{name}/budget", models.Budget, 404, operation_id="get_my_budget")
 def budget(name: PathName, caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
     """The caller's budget on a dataset: the cap, what was spent, what remains."""
     return gateway.caller_budget(caller, name)
 
 
-@router.get(
-    "/me/budgets",
-    response_model_exclude_unset=True,
-    response_model=models.BudgetList,
-    responses=errors(),
-    operation_id="list_my_budgets",
-)
+@documented(router.get, "/me/budgets", models.BudgetList, operation_id="list_my_budgets")
 def my_budgets(caller: CallerDep, gateway: GatewayDep) -> dict[str, object]:
     """The caller's budget on every dataset they may use."""
     return {"budgets": gateway.caller_budgets(caller)}
 
 
-@router.get(
-    "/me/ledger",
-    response_model_exclude_unset=True,
-    response_model=models.LedgerList,
-    responses=errors(),
-    operation_id="list_my_ledger",
-)
+@documented(router.get, "/me/ledger", models.LedgerList, operation_id="list_my_ledger")
 def my_ledger(
     caller: CallerDep,
     gateway: GatewayDep,

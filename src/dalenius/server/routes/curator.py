@@ -17,6 +17,7 @@ from dalenius.server.routes.deps import (
     GatewayDep,
     PathName,
     QueryFilter,
+    documented,
     errors,
     single_query_values,
 )
@@ -32,13 +33,14 @@ def _spec(body: models.LossRequest) -> LossSpec:
     return LossSpec(epsilon=body.epsilon, delta=body.delta, rho=body.rho)
 
 
-@router.post(
+@documented(
+    router.post,
     "/datasets",
-    status_code=201,
-    response_model_exclude_unset=True,
-    response_model=models.DatasetDetail,
-    responses=errors(403, 409),
+    models.DatasetDetail,
+    403,
+    409,
     operation_id="register_dataset",
+    status_code=201,
 )
 def register_dataset(
     body: models.RegisterRequest, caller: CuratorDep, gateway: GatewayDep
@@ -61,11 +63,12 @@ def remove_dataset(name: Name, caller: CuratorDep, gateway: GatewayDep) -> Respo
     return Response(status_code=204)
 
 
-@router.get(
+@documented(
+    router.get,
     "/datasets/{name}/accounting",
-    response_model_exclude_unset=True,
-    response_model=models.Accounting,
-    responses=errors(403, 404),
+    models.Accounting,
+    403,
+    404,
     operation_id="get_accounting",
 )
 def accounting(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
@@ -73,11 +76,12 @@ def accounting(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str,
     return gateway.dataset_accounting(name)
 
 
-@router.put(
+@documented(
+    router.put,
     "/datasets/{name}/total-cap",
-    response_model_exclude_unset=True,
-    response_model=models.Accounting,
-    responses=errors(403, 404),
+    models.Accounting,
+    403,
+    404,
     operation_id="set_total_cap",
 )
 def set_total_cap(
@@ -87,11 +91,12 @@ def set_total_cap(
     return gateway.set_total_cap(name, _spec(body))
 
 
-@router.put(
+@documented(
+    router.put,
     "/datasets/{name}/fail-closed",
-    response_model_exclude_unset=True,
-    response_model=models.Accounting,
-    responses=errors(403, 404),
+    models.Accounting,
+    403,
+    404,
     operation_id="set_fail_closed",
 )
 def set_fail_closed(
@@ -101,11 +106,12 @@ def set_fail_closed(
     return gateway.set_fail_closed(name, body.fail_closed)
 
 
-@router.delete(
+@documented(
+    router.delete,
     "/datasets/{name}/total-cap",
-    response_model_exclude_unset=True,
-    response_model=models.Accounting,
-    responses=errors(403, 404),
+    models.Accounting,
+    403,
+    404,
     operation_id="remove_total_cap",
 )
 def remove_total_cap(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
@@ -113,11 +119,12 @@ def remove_total_cap(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dic
     return gateway.set_total_cap(name, None)
 
 
-@router.put(
+@documented(
+    router.put,
     "/datasets/{name}/min-epsilon",
-    response_model_exclude_unset=True,
-    response_model=models.Accounting,
-    responses=errors(403, 404),
+    models.Accounting,
+    403,
+    404,
     operation_id="set_min_epsilon",
 )
 def set_min_epsilon(
@@ -127,11 +134,12 @@ def set_min_epsilon(
     return gateway.set_min_epsilon(caller, name, body.epsilon)
 
 
-@router.delete(
+@documented(
+    router.delete,
     "/datasets/{name}/min-epsilon",
-    response_model_exclude_unset=True,
-    response_model=models.Accounting,
-    responses=errors(403, 404),
+    models.Accounting,
+    403,
+    404,
     operation_id="remove_min_epsilon",
 )
 def remove_min_epsilon(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
@@ -139,25 +147,20 @@ def remove_min_epsilon(name: Name, caller: CuratorDep, gateway: GatewayDep) -> d
     return gateway.set_min_epsilon(caller, name, None)
 
 
-@router.get(
-    "/principals",
-    response_model_exclude_unset=True,
-    response_model=models.PrincipalList,
-    responses=errors(403),
-    operation_id="list_principals",
-)
+@documented(router.get, "/principals", models.PrincipalList, 403, operation_id="list_principals")
 def list_principals(caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
     """Every analyst and curator, with grants and tokens (never a token's secret)."""
     return {"principals": gateway.principals()}
 
 
-@router.post(
+@documented(
+    router.post,
     "/principals",
-    status_code=201,
-    response_model_exclude_unset=True,
-    response_model=models.CreatedPrincipal,
-    responses=errors(403, 409),
+    models.CreatedPrincipal,
+    403,
+    409,
     operation_id="create_principal",
+    status_code=201,
 )
 def create_principal(
     body: models.PrincipalRequest, caller: CuratorDep, gateway: GatewayDep
@@ -168,25 +171,22 @@ def create_principal(
     )
 
 
-@router.get(
-    "/principals/{name}",
-    response_model_exclude_unset=True,
-    response_model=models.PrincipalInfo,
-    responses=errors(403, 404),
-    operation_id="get_principal",
+@documented(
+    router.get, "/principals/{name}", models.PrincipalInfo, 403, 404, operation_id="get_principal"
 )
 def get_principal(name: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
     """One analyst or curator, with grants and tokens."""
     return gateway.principal(name)
 
 
-@router.post(
+@documented(
+    router.post,
     "/principals/{name}/tokens",
-    status_code=201,
-    response_model_exclude_unset=True,
-    response_model=models.IssuedToken,
-    responses=errors(403, 404),
+    models.IssuedToken,
+    403,
+    404,
     operation_id="issue_token",
+    status_code=201,
 )
 def issue_token(
     name: Name, body: models.TokenRequest, caller: CuratorDep, gateway: GatewayDep
@@ -213,11 +213,12 @@ def revoke_token(
     return Response(status_code=204)
 
 
-@router.put(
+@documented(
+    router.put,
     "/principals/{name}/grants/{dataset}",
-    response_model_exclude_unset=True,
-    response_model=models.PrincipalInfo,
-    responses=errors(403, 404),
+    models.PrincipalInfo,
+    403,
+    404,
     operation_id="grant_dataset",
 )
 def grant(name: Name, dataset: Name, caller: CuratorDep, gateway: GatewayDep) -> dict[str, object]:
@@ -225,11 +226,12 @@ def grant(name: Name, dataset: Name, caller: CuratorDep, gateway: GatewayDep) ->
     return gateway.grant(caller, name, dataset)
 
 
-@router.delete(
+@documented(
+    router.delete,
     "/principals/{name}/grants/{dataset}",
-    response_model_exclude_unset=True,
-    response_model=models.PrincipalInfo,
-    responses=errors(403, 404),
+    models.PrincipalInfo,
+    403,
+    404,
     operation_id="revoke_grant",
 )
 def revoke_grant(
@@ -239,13 +241,7 @@ def revoke_grant(
     return gateway.revoke_grant(name, dataset)
 
 
-@router.get(
-    "/budgets",
-    response_model_exclude_unset=True,
-    response_model=models.BudgetList,
-    responses=errors(403),
-    operation_id="list_budgets",
-)
+@documented(router.get, "/budgets", models.BudgetList, 403, operation_id="list_budgets")
 def list_budgets(
     caller: CuratorDep,
     gateway: GatewayDep,
@@ -256,12 +252,8 @@ def list_budgets(
     return {"budgets": gateway.budgets(analyst, dataset)}
 
 
-@router.put(
-    "/budgets/{analyst}/{dataset}",
-    response_model_exclude_unset=True,
-    response_model=models.Budget,
-    responses=errors(403, 404),
-    operation_id="set_budget",
+@documented(
+    router.put, "/budgets/{analyst}/{dataset}", models.Budget, 403, 404, operation_id="set_budget"
 )
 def set_budget(
     analyst: Name,
@@ -274,13 +266,7 @@ def set_budget(
     return gateway.set_budget(analyst, dataset, _spec(body), body.refresh_days)
 
 
-@router.get(
-    "/ledger",
-    response_model_exclude_unset=True,
-    response_model=models.LedgerList,
-    responses=errors(403),
-    operation_id="list_ledger",
-)
+@documented(router.get, "/ledger", models.LedgerList, 403, operation_id="list_ledger")
 def ledger(
     caller: CuratorDep,
     gateway: GatewayDep,
@@ -292,13 +278,7 @@ def ledger(
     return {"entries": gateway.entries(analyst, dataset, limit)}
 
 
-@router.get(
-    "/audit",
-    response_model_exclude_unset=True,
-    response_model=models.AuditList,
-    responses=errors(403),
-    operation_id="list_audit",
-)
+@documented(router.get, "/audit", models.AuditList, 403, operation_id="list_audit")
 def audit(
     caller: CuratorDep,
     gateway: GatewayDep,
@@ -310,13 +290,7 @@ def audit(
     return {"audit": gateway.audit(analyst, dataset, limit)}
 
 
-@router.get(
-    "/requests",
-    response_model_exclude_unset=True,
-    response_model=models.RequestList,
-    responses=errors(403),
-    operation_id="list_requests",
-)
+@documented(router.get, "/requests", models.RequestList, 403, operation_id="list_requests")
 def requests(
     caller: CuratorDep,
     gateway: GatewayDep,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -111,6 +111,31 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         status: {"model": ErrorResponse, "description": meaning[status]}
         for status in sorted({*base, *statuses})
     }
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def documented(
+    verb: Callable[..., Callable[[F], F]],
+    path: str,
+    model: Any,
+    *statuses: int,
+    operation_id: str,
+    **settings: Any,
+) -> Callable[[F], F]:
+    """``verb`` (``router.get``, ``router.post`` …) with the settings most routes share: the
+    response shape ``model`` with unset fields left out, and the error answers ``statuses``
+    documented (:func:`errors`). ``settings`` go to ``verb`` as they are (``status_code`` …).
+    """
+    return verb(
+        path,
+        response_model_exclude_unset=True,
+        response_model=model,
+        responses=errors(*statuses),
+        operation_id=operation_id,
+        **settings,
+    )
 
 
 PathName = Annotated[str, Path(max_length=200, pattern=TEXT_PATTERN)]
