@@ -87,3 +87,15 @@ def test_the_others_imply_what_their_definitions_need() -> None:
     # p ≤ 1.5 q: covering 2/3 of q takes two values
     assert BetaLikeness(0.5).implied([sens]) == [DistinctLDiversity(2)]
     assert KAnonymity(3).implied([sens]) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distinct_values_from_the_presence_table_match_the_pairs(seed: int) -> None:
+    fresh = random_classes(seed, m=4 + seed, ordered=False)
+    by_presence = fresh.distinct  # before the pairs are counted: the presence table
+    assert "pairs" not in fresh.__dict__
+    counted = random_classes(seed, m=4 + seed, ordered=False)
+    by_pairs = [p.distinct for p in counted.pairs]
+    assert len(by_presence) == len(by_pairs) == 1
+    assert np.array_equal(by_presence[0], by_pairs[0])
+    assert by_presence[0].min() >= 1 and by_presence[0].max() > 1

@@ -209,6 +209,26 @@ class ClassStats:
         return np.bincount(self.cls, weights=self.count, minlength=self.n_classes).astype(np.int64)
 
     @cached_property
+    def distinct(self) -> list[IntArray]:
+        """Per sensitive attribute, the distinct values in each class (distinct ℓ).
+
+        Read from the (class, value) pairs when they are counted already; otherwise marked in a
+        presence table over the (class, value) key space, which is all distinct ℓ needs.
+        """
+        out = []
+        for j, (codes, sens) in enumerate(zip(self.sensitive_codes, self.sensitive, strict=True)):
+            bound = self.n_classes * sens.m
+            if "pairs" in self.__dict__ or bound > 4 * len(codes) + 65_536:
+                out.append(self.pairs[j].distinct)
+                continue
+            seen = np.zeros(bound, dtype=bool)
+            seen[(self.cls * sens.m + codes)[self.count > 0]] = True
+            out.append(
+                np.count_nonzero(seen.reshape(self.n_classes, sens.m), axis=1).astype(np.int64)
+            )
+        return out
+
+    @cached_property
     def pairs(self) -> list[PairStats]:
         """Per sensitive attribute, the (class, value) counts."""
         out = []
@@ -366,7 +386,10 @@ class DistinctLDiversity(Model):
 
     def passes(self, stats: ClassStats) -> BoolArray:
         """Per class: distinct values ≥ ℓ."""
-        return _all_sensitive(stats, lambda p: p.distinct >= self.l)
+        ok = np.ones(stats.n_classes, dtype=bool)
+        for distinct in stats.distinct:
+            ok &= distinct >= self.l
+        return ok
 
     def min_class_size(self) -> int:
         """ℓ."""
