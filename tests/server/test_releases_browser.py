@@ -1,4 +1,5 @@
-"""The console's Releases page in a real browser: a density curve with its bands, a hierarchy.
+"""The console's Releases page in a real browser: a density curve with its bands, a hierarchy,
+synthetic origin–destination flows.
 
 An analyst with an (ε, δ) budget releases the density of age (a line chart with two bands) and a
 sex › education hierarchy (a table of consistent counts). Screenshots go to ``artifacts/``.
@@ -65,4 +66,11 @@ def test_the_releases_page_draws_a_density_with_bands_and_a_hierarchy(
         3, timeout=90_000
     )
     page.screenshot(path=str(ARTIFACTS / "console-hierarchy.png"), full_page=True)
+    page.fill("#otm-epsilon", "0.5")
+    page.fill("#otm-per-destination", "50")
+    page.locator("#onthemap-form button[type=submit]").click()
+    expect(page.locator("section[data-release=onthemap] table tbody tr")).to_have_count(
+        15, timeout=90_000
+    )
+    page.screenshot(path=str(ARTIFACTS / "console-onthemap.png"), full_page=True)
     assert errors == []

@@ -1,4 +1,5 @@
-// Releases published whole: a density curve with its bands, and a consistent hierarchy of counts.
+// Releases published whole: a density curve with its bands, a consistent hierarchy of counts, and
+// synthetic origin–destination flows (OnTheMap's synthesizer).
 // Both spend from the caller's budget exactly as a query does; an identical request is free.
 
 import { get, post } from "./api.js";
@@ -51,10 +52,28 @@ function hierarchyCard(dataset, result) {
   );
 }
 
+function flowsCard(dataset, result) {
+  const top = [...result.flows].sort((a, b) => b[2] - a[2]).slice(0, 15);
+  const rows = top.map(([origin, destination, count]) => [String(origin), String(destination), td(String(count), "num")]);
+  const csv = [`${result.origin},${result.destination},count`, ...result.flows.map((f) => f.map((v) => `"${String(v).replaceAll('"', '""')}"`).join(","))].join("\n");
+  const link = h("a", { class: "button secondary", download: `flows-${dataset}.csv`, href: URL.createObjectURL(new Blob([csv], { type: "text/csv" })), text: "Download all flows (CSV)" });
+  const [num, den] = result.prior.split("/");
+  const prior = Number(num) / Number(den ?? 1);
+  const meta = `${result.rows.toLocaleString()} synthetic rows; prior ${fmt(prior, 4)} per origin; ${fmtLoss(result.loss)}${result.cached ? " (no new cost)" : ""}`;
+  return h(
+    "section",
+    { class: "card", "data-release": "onthemap" },
+    h("div", { class: "card-head" }, h("h2", { text: `${result.origin} → ${result.destination} (${dataset})` }), h("span", { class: "meta", text: meta })),
+    table([result.origin, result.destination, { label: "Synthetic count", num: true }], rows, { label: "Largest synthetic flows" }),
+    h("div", { class: "actions" }, link),
+    h("p", { class: "small muted", text: `The ${result.flows.length} flows are drawn from the posterior of the real origins under a Dirichlet prior: pure ε, the same rows again at no cost.` }),
+  );
+}
+
 export async function releasesPage(root) {
   const { datasets } = await get("/datasets");
   clear(root);
-  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, or a hierarchy of counts that add up."));
+  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, a hierarchy of counts that add up, or synthetic origin–destination flows."));
   if (!datasets.length) {
     root.append(h("div", { class: "card empty", text: "No dataset is granted to you yet." }));
     return;
@@ -113,5 +132,45 @@ export async function releasesPage(root) {
     h("div", { class: "grid two" }, field("hier-table", "Table", hTable), field("hier-levels", "Levels (key columns, coarsest first)", hLevels), field("hier-epsilon", "ε", hEps)),
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release tables" })),
   );
-  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, output);
+  const oTable = input("otm-table", "people");
+  const oOrigin = input("otm-origin", "state");
+  const oDestination = input("otm-destination", "education");
+  const oEps = input("otm-epsilon", "8");
+  const oRows = input("otm-per-destination", "500");
+  const onthemapForm = h(
+    "form",
+    {
+      class: "card",
+      id: "onthemap-form",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        clear(output);
+        try {
+          const body = {
+            table: oTable.value.trim(),
+            origin: oOrigin.value.trim(),
+            destination: oDestination.value.trim(),
+            epsilon: oEps.value.trim(),
+            per_destination: Number(oRows.value),
+          };
+          const result = await post(`/datasets/${enc(dataset.value)}/onthemap`, body);
+          output.append(flowsCard(dataset.value, result));
+        } catch (failure) {
+          output.append(errorAlert(failure));
+        }
+      },
+    },
+    h("h2", { text: "Synthetic origin–destination flows" }),
+    h(
+      "div",
+      { class: "grid two" },
+      field("otm-table", "Table", oTable),
+      field("otm-origin", "Origin (key column)", oOrigin),
+      field("otm-destination", "Destination (key column)", oDestination),
+      field("otm-epsilon", "ε (pure; the prior follows from it)", oEps),
+      field("otm-per-destination", "Rows per destination, at most", oRows),
+    ),
+    h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release flows" })),
+  );
+  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, output);
 }
