@@ -226,18 +226,8 @@ class Session:
         # reserve() writes the audit line itself, also when it refuses for lack of budget.
         outcome = self.ledger.reserve(request)
         if isinstance(outcome, CachedAnswer):
-            noisy = _decode(outcome.answer)
-            answer = post_process(plan, noisy, conf)
-            return Result.from_answer(
-                answer,
-                loss=plan.loss,
-                remaining=self.remaining(),
-                confidence=conf,
-                cached=True,
-                entry_id=outcome.entry_id,
-                shared=outcome.shared_from is not None,
-                accuracy=_accuracy(prepared),
-            )
+            shared = outcome.shared_from is not None
+            return self._result(prepared, _decode(outcome.answer), conf, outcome.entry_id, shared)
         reservation = outcome
         mechanisms = self._audited(reservation, plan)
         if deadline is None:
@@ -284,16 +274,31 @@ class Session:
             if not claim():
                 raise DeadlineMissed(plan_class(plan))
             entry_id = self.ledger.commit(reservation, _encode(noisy))
-            answer = post_process(plan, noisy, conf)
-            return Result.from_answer(
-                answer,
-                loss=plan.loss,
-                remaining=self.remaining(),
-                confidence=conf,
-                cached=False,
-                entry_id=entry_id,
-                accuracy=_accuracy(prepared),
-            )
+            return self._result(prepared, noisy, conf, entry_id)
+
+    def _result(
+        self,
+        prepared: Prepared,
+        noisy: Noisy,
+        conf: float,
+        entry_id: str,
+        shared: bool | None = None,
+    ) -> Result:
+        """The analyst's result from the released values (post-processing, free).
+
+        ``shared`` is given for an answer from the ledger's record (``cached``): whether another
+        analyst's release was shared.
+        """
+        return Result.from_answer(
+            post_process(prepared.plan, noisy, conf),
+            loss=prepared.plan.loss,
+            remaining=self.remaining(),
+            confidence=conf,
+            cached=shared is not None,
+            entry_id=entry_id,
+            shared=bool(shared),
+            accuracy=_accuracy(prepared),
+        )
 
     def _deadline(self, plan: DPQuery, arrival: float) -> Deadline | None:
         """The release deadline of ``plan`` in constant-time mode (``None`` otherwise).
