@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from dalenius.anonymity.encode import Encoded
@@ -47,6 +48,7 @@ MAX_NODES = 2_000_000
 """The largest lattice searched (product of the hierarchies' level counts)."""
 
 Progress = Callable[[int, int], None]
+LabelArray = npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class _Snapshot:
     base: list[IntArray]
     scodes: list[IntArray]
     count: IntArray
-    labels: dict[tuple[int, int], IntArray] = field(default_factory=dict)
+    labels: dict[tuple[int, int], LabelArray] = field(default_factory=dict)
     """(attribute, level) -> each row's label code at that level, computed once when first read."""
 
 
@@ -129,8 +131,9 @@ def _sizes(snap: _Snapshot) -> list[int]:
     return [int(c.max()) + 1 if len(c) else 1 for c in snap.scodes]
 
 
-SNAPSHOT_BUDGET = 8
-"""Roll-up frequency sets kept, in all, at most this many times the base frequency set's rows."""
+SNAPSHOT_BUDGET = 4
+"""Roll-up frequency sets kept, in all, at most this many times the base frequency set's rows
+(with their label codes cached per level as int32, memory stays a small multiple of the set's)."""
 
 
 class Evaluator:
@@ -178,10 +181,10 @@ class Evaluator:
         """Class id of each frequency row at ``node``, and the number of classes."""
         return self._group(self._base, node)
 
-    def _labels(self, snap: _Snapshot, attribute: int, level: int) -> IntArray:
+    def _labels(self, snap: _Snapshot, attribute: int, level: int) -> LabelArray:
         got = snap.labels.get((attribute, level))
         if got is None:
-            got = self._tables[attribute][level][snap.base[attribute]]
+            got = self._tables[attribute][level][snap.base[attribute]].astype(np.int32)
             snap.labels[(attribute, level)] = got
         return got
 
@@ -194,7 +197,7 @@ class Evaluator:
             frame = pd.DataFrame({a: self._labels(snap, a, lv) for a, lv in enumerate(node)})
             ids = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
             return np.asarray(ids, dtype=np.int64), int(ids.max()) + 1 if len(ids) else 0
-        key = self._labels(snap, 0, node[0]).copy()
+        key = self._labels(snap, 0, node[0]).astype(np.int64)
         for a in range(1, len(node)):
             key *= self._widths[a][node[a]]
             key += self._labels(snap, a, node[a])
