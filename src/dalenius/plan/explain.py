@@ -238,10 +238,11 @@ def explain(
     if plan.selection is not None:
         sel = plan.selection
         notes.append(
-            f"groups are selected privately: released when noisy {sel.measurement} >= "
-            f"{sel.threshold} (per group with probability {float(sel.mix):.4g}, else >= "
-            f"{sel.threshold + 1}; noise truncated below the threshold), so that the release is "
-            f"(epsilon, {float(sel.delta):g})-DP"
+            f"groups are selected privately: a group is released when its noisy {sel.measurement} "
+            f">= {sel.threshold}, with noise truncated to ±{sel.threshold - 1} (for each group "
+            f"with probability {float(sel.mix):.4g}; otherwise >= {sel.threshold + 1} and "
+            f"±{sel.threshold}); a group held by one privacy unit appears with probability "
+            f"<= {float(sel.delta):g}"
         )
     if query.having is not None:
         notes.append(f"HAVING {_describe_refs(query.having, labels)} on the noisy answers (free)")
