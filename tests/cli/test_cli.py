@@ -253,3 +253,26 @@ def test_version_comes_from_the_package(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out == f"dalenius {dalenius.__version__}\n"
+
+
+def test_progress_bar_only_on_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dalenius.cli.render import progress
+
+    with progress("generating", 10, "people") as update:
+        update(5)  # not a terminal: nothing is drawn
+    assert capsys.readouterr() == ("", "")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    with progress("generating", 10, "people") as update:
+        update(10)
+    assert "10/10 people" in capsys.readouterr().err
+
+
+def test_demo_generation_reports_progress(tmp_path: Path) -> None:
+    from dalenius.datasets.census import write_demo
+
+    calls: list[int] = []
+    write_demo(tmp_path, n=25, formats=("csv",), progress=calls.append)
+    assert calls == [25]

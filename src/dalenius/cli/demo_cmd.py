@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.cli.common import EXIT_OK
+from dalenius.cli.render import progress
 from dalenius.core.errors import BudgetExceededError
 from dalenius.core.loss import ApproxDP
 from dalenius.datasets.census import write_demo
@@ -62,7 +63,8 @@ def run_demo(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     _step(1, "A synthetic census")
     print(f"  Writing {args.people:,} synthetic people to {directory}/ ...")
-    catalog_path = write_demo(directory, n=args.people)
+    with progress("generating", args.people, "people") as update:
+        catalog_path = write_demo(directory, n=args.people, progress=update)
     print(f"  Catalog: {catalog_path}")
     _say(
         """

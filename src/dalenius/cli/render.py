@@ -10,6 +10,8 @@ wide as it needs to be rather than wrapped at 80 columns. CSV has the columns of
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from dalenius.cli.common import emit_json
@@ -88,3 +90,29 @@ def print_table(result: Result) -> None:
     line.append("    remaining: ", style="bold")
     line.append(str(result.remaining), style="")
     console.print(line)
+
+
+@contextmanager
+def progress(label: str, total: int, unit: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr for a long step, advanced by calling ``update(done)``.
+
+    Drawn only when stderr is a terminal (and removed when the step ends); elsewhere ``update``
+    does nothing, so logs and pipes stay clean.
+    """
+    if not sys.stderr.isatty():
+        yield lambda done: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn(f"{{task.completed:,}}/{{task.total:,}} {unit}"),
+        TimeElapsedColumn(),
+        transient=True,
+        console=Console(stderr=True),
+    )
+    with bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.update(task, completed=done)

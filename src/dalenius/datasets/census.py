@@ -23,7 +23,7 @@ table to Parquet one row group at a time and still write exactly the rows that
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +99,12 @@ def generate_visits(people: pa.Table, *, seed: int = DEFAULT_SEED) -> pa.Table:
 
 
 def write_demo(
-    directory: Path, *, n: int = 50_000, formats: Sequence[str] = FORMATS, seed: int = DEFAULT_SEED
+    directory: Path,
+    *,
+    n: int = 50_000,
+    formats: Sequence[str] = FORMATS,
+    seed: int = DEFAULT_SEED,
+    progress: Callable[[int], None] | None = None,
 ) -> Path:
     """Write the demo tables ``people`` and ``visits`` and their catalog ``census.toml``.
 
@@ -113,6 +118,8 @@ def write_demo(
         n: number of people.
         formats: ``"csv"``, ``"parquet"`` or both.
         seed: the same seed always gives bit-identical files.
+        progress: called with the number of people written so far after each chunk of
+            :data:`CHUNK_ROWS` (the CLI draws a progress bar with it).
 
     Returns:
         The path of the catalog file, ready for :func:`dalenius.core.catalog.load_catalog`.
@@ -135,6 +142,7 @@ def write_demo(
         formats=chosen,
         name="census",
         description=description,
+        progress=progress,
     )
 
 
@@ -247,6 +255,7 @@ def _write_dataset(
     name: str,
     description: str,
     person_unit: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> Path:
     if directory.exists() and not directory.is_dir():
         raise ConfigurationError(
@@ -264,11 +273,15 @@ def _write_dataset(
             visits_sinks.append(
                 _TableSink(directory / f"visits.{file_format}", VISITS_SCHEMA, file_format)
             )
+        written = 0
         for people, visits in _dataset_chunks(n, seed):
             for sink in people_sinks:
                 sink.write(people)
             for sink in visits_sinks:
                 sink.write(visits)
+            written += people.num_rows
+            if progress is not None:
+                progress(written)
     except BaseException:
         for sink in people_sinks + visits_sinks:
             sink.abort()
