@@ -509,7 +509,10 @@ class Compiler:
             if scale != 1:
                 units = exp.Mul(this=units, expression=_number(scale))
             if offset:
-                count = _wide(exp.Count(this=clipped.copy()))
+                # COUNT(clip(col)) is COUNT(col): the clip maps NULL, and only NULL, to NULL.
+                # Counting the column itself spares the engine a second CASE per row.
+                counted = self.expression(m.arg) if isinstance(m.arg, Col) else clipped.copy()
+                count = _wide(exp.Count(this=counted))
                 units = exp.Sub(
                     this=units, expression=exp.Mul(this=_number(offset), expression=count)
                 )
