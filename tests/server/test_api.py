@@ -51,6 +51,8 @@ def test_explain_spends_nothing_and_query_spends_what_explain_said(site: Site) -
     plan = explained.json()
     assert plan["loss"]["epsilon_exact"] == "1/5"
     assert len(plan["measurements"]) >= 2 and all(m["error"] > 0 for m in plan["measurements"])
+    assert plan["bounding"].startswith("BoundContributions(")
+    assert plan["clips"] and all(c.startswith("Clip(") for c in plan["clips"])
     assert site.gateway.ledger.spent("alice", "census") == PureDP(Fraction(0))
 
     answered = site.client.post("/v1/datasets/census/query", headers=headers, json=body)

@@ -312,6 +312,14 @@ class Explanation(_Response):
     table: str
     privacy_unit: str
     filters: list[str]
+    bounding: str = Field(
+        default="",
+        description="The contribution bounding every sensitivity rests on "
+        "(BoundContributions: rows and groups per privacy unit).",
+    )
+    clips: list[str] = Field(
+        default=[], description="Each aggregated argument's clipping to its public bounds (Clip)."
+    )
     groups: list[dict[str, Any]]
     measurements: list[Measurement]
     outputs: list[dict[str, Any]]
