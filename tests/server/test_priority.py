@@ -18,7 +18,11 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="per-thread nice
 def _nice_of_threads() -> dict[int, int]:
     niceness = {}
     for task in Path("/proc/self/task").iterdir():
-        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:  # the thread ended between the listing and the read
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
         niceness[int(task.name)] = int(fields[16])  # field 19 of stat, after pid and comm
     return niceness
 
