@@ -83,6 +83,26 @@ def test_anonymize_writes_a_release_without_identifiers(
     assert len(release) == report["rows_out"]
 
 
+def test_the_lattice_bar_shows_on_a_terminal_only(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    assert main(["anonymize", str(workdir / "config.toml")]) == 0
+    plain, err = capsys.readouterr()
+    assert err == "" and "\x1b" not in plain
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("TERM", "xterm")  # rich draws no live bar on a dumb terminal
+    assert main(["anonymize", str(workdir / "config.toml")]) == 0
+    out, err = capsys.readouterr()
+
+    def untimed(text: str) -> list[str]:
+        return [line for line in text.splitlines() if "seconds" not in line]
+
+    assert untimed(out) == untimed(plain)  # the same report; the bar went to stderr
+    assert "searching the lattice" in err and "nodes settled" in err
+
+
 def test_check_prints_k_and_risk(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         ["anonymity", "check", "--data", str(workdir / "people.csv"), "--qi", "age,zip", "--json"]

@@ -131,3 +131,22 @@ def test_a_larger_lattice_of_500_nodes() -> None:
         assert a.best is not None and b.best is not None
         assert a.best.node == b.best.node
         assert a.evaluated < b.evaluated  # the pruning did prune
+
+
+def test_progress_reports_nodes_settled_and_changes_nothing() -> None:
+    df = table(7, 120)
+    qis = ["age", "zip", "job"]
+    enc = encode(load(df), qis, {c: HIERARCHIES[c] for c in qis}, ["disease"], set())
+    total = len(all_nodes(enc.heights))
+    calls: list[tuple[int, int]] = []
+    with_bar = search(
+        enc,
+        [KAnonymity(4)],
+        suppression_limit=0.05,
+        progress=lambda done, of: calls.append((done, of)),
+    )
+    silent = search(enc, [KAnonymity(4)], suppression_limit=0.05)
+    assert calls and calls[-1] == (total, total)
+    assert all(0 <= done <= of == total for done, of in calls)
+    assert with_bar.best is not None and silent.best is not None
+    assert with_bar.best.node == silent.best.node and with_bar.evaluated == silent.evaluated

@@ -18,6 +18,7 @@ from typing import Any
 from dalenius.anonymity import check, load_config, risk
 from dalenius.anonymity.anonymize import check_output_path
 from dalenius.cli.common import EXIT_OK, emit_json
+from dalenius.cli.render import progress
 from dalenius.core.errors import ConfigurationError
 
 
@@ -39,7 +40,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--out", help="write the release here: release.parquet or release.csv")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run_anonymize)
 
     group = sub.add_parser(
@@ -89,11 +90,9 @@ def run_anonymize(args: argparse.Namespace) -> int:
             "no input table: the config has no [data] section and --data was not given.",
             fix="pass --data table.csv or add [data] path = ... to the config.",
         )
-    progress, finish = _progress(quiet=args.quiet or args.json or config.algorithm != "lattice")
-    try:
-        release = config.release(data, progress=progress)
-    finally:
-        finish()
+    quiet = args.quiet or args.json or config.algorithm != "lattice"
+    with progress("searching the lattice", None, "nodes settled", enabled=not quiet) as update:
+        release = config.release(data, progress=update)
     if out is not None:
         release.write(out)
     if args.json:
@@ -155,27 +154,3 @@ def _table(title: str, rows: Sequence[tuple[str, str]]) -> None:
     for key, value in rows:
         table.add_row(key, value)
     Console(file=sys.stdout, width=110).print(table)
-
-
-def _progress(*, quiet: bool) -> tuple[Any, Any]:
-    """A rich progress bar over the lattice's nodes (on stderr), or nothing."""
-    if quiet or not sys.stderr.isatty():
-        return None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("searching the lattice"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} nodes settled"),
-        TimeElapsedColumn(),
-        transient=True,
-        console=Console(stderr=True),
-    )
-    bar.start()
-    task = bar.add_task("lattice", total=None)
-
-    def update(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-
-    return update, bar.stop

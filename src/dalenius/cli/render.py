@@ -10,9 +10,9 @@ wide as it needs to be rather than wrapped at 80 columns. CSV has the columns of
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from dalenius.cli.common import emit_json
 from dalenius.engine.display import percent, spent_text
@@ -92,27 +92,66 @@ def print_table(result: Result) -> None:
     console.print(line)
 
 
+class Update(Protocol):
+    """Advance a bar: ``update(done)``, or ``update(done, total)`` when the total is learnt late."""
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        """``done`` units of work finished (of ``total``, if given)."""
+
+
+def _ignore(done: int, total: int | None = None) -> None:
+    """The update of a bar that is not drawn."""
+
+
 @contextmanager
-def progress(label: str, total: int, unit: str) -> Iterator[Callable[[int], None]]:
+def progress(label: str, total: int | None, unit: str, *, enabled: bool = True) -> Iterator[Update]:
     """A progress bar on stderr for a long step, advanced by calling ``update(done)``.
 
-    Drawn only when stderr is a terminal (and removed when the step ends); elsewhere ``update``
-    does nothing, so logs and pipes stay clean.
+    Every long step of the CLI draws its bar with this one helper (demo data, the anonymisation
+    lattice, LDP simulations, CSV loads), so they look alike. Drawn only when stderr is a terminal
+    (and removed when the step ends); elsewhere ``update`` does nothing, so logs, pipes and the
+    step's output stay exactly as they are. ``total=None`` draws an indeterminate (pulsing) bar
+    with the time elapsed, for a step that cannot count its work or learns its total late.
+    ``enabled=False`` (``--quiet``, ``--json`` ...) draws nothing either.
     """
-    if not sys.stderr.isatty():
-        yield lambda done: None
+    if not enabled or not sys.stderr.isatty():
+        yield _ignore
         return
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
+
+    class Count(ProgressColumn):
+        """``done/total unit``; only ``unit`` while the total is unknown."""
+
+        def render(self, task: Task) -> Text:
+            if task.total is None:
+                return Text(unit)
+            return Text(f"{int(task.completed):,}/{int(task.total):,} {unit}")
 
     bar = Progress(
-        TextColumn(label),
+        TextColumn(label, markup=False),
         BarColumn(),
-        TextColumn(f"{{task.completed:,}}/{{task.total:,}} {unit}"),
+        Count(),
         TimeElapsedColumn(),
         transient=True,
         console=Console(stderr=True),
     )
     with bar:
         task = bar.add_task(label, total=total)
-        yield lambda done: bar.update(task, completed=done)
+
+        def update(done: int, total: int | None = None) -> None:
+            if total is None:
+                bar.update(task, completed=done)
+            else:
+                bar.update(task, completed=done, total=total)
+
+        yield update
+

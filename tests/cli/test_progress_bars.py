@@ -1,0 +1,30 @@
+"""Progress bars of the long CLI steps: drawn on stderr only on a terminal, never changing output."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from dalenius.cli.render import progress
+
+
+def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make stderr (only) look like a terminal, as rich and the helper see it."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("TERM", "xterm")  # rich draws no live bar on a dumb terminal
+
+
+def test_a_bar_whose_total_is_learnt_late(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with progress("searching the lattice", None, "nodes settled") as update:
+        update(3, 10)
+    assert capsys.readouterr() == ("", "")  # not a terminal: nothing at all
+    _terminal(monkeypatch)
+    with progress("searching the lattice", None, "nodes settled") as update:
+        update(10, 10)
+    assert "10/10 nodes settled" in capsys.readouterr().err
+    with progress("searching", 5, "nodes", enabled=False) as update:
+        update(5)
+    assert capsys.readouterr() == ("", "")  # --quiet, --json
