@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from dalenius.cli.main import main
 from dalenius.cli.render import progress
 
 
@@ -28,3 +29,19 @@ def test_a_bar_whose_total_is_learnt_late(
     with progress("searching", 5, "nodes", enabled=False) as update:
         update(5)
     assert capsys.readouterr() == ("", "")  # --quiet, --json
+
+
+def test_ldp_simulate_draws_its_bar_on_a_terminal_only(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = ["ldp", "simulate", "--protocol", "grr", "--epsilon", "1", "--users", "5000"]
+    argv += ["--domain", "8", "--seed", "3"]
+    assert main(argv) == 0
+    plain, err = capsys.readouterr()
+    assert err == "" and "\x1b" not in plain
+    _terminal(monkeypatch)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "5,000/5,000 clients" in err
+    # the same seeded run: the same table (only the time taken differs)
+    assert out.splitlines()[:-1] == plain.splitlines()[:-1]

@@ -2,8 +2,8 @@
 
 * ``simulate`` — true vs estimated frequencies for simulated clients, the error against the
   closed-form variance, optionally a PNG plot (the ``plot`` extra installs matplotlib); a
-  progress bar on standard error for long runs. Simulated reports use a seeded generator and never
-  leave the process; real clients always use the OS generator.
+  progress bar over the clients on standard error when it is a terminal. Simulated reports use
+  a seeded generator and never leave the process; real clients always use the OS generator.
 * ``pick`` — which frequency oracle has the smallest variance for a domain size and ε.
 * ``estimates`` — a gateway collection's estimates with error bars (HTTP, with an API token).
 """
@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dalenius.cli.common import EXIT_OK, add_json_option, emit_json
+from dalenius.cli.render import Update, progress
 from dalenius.core.errors import ConfigurationError, MissingExtraError, UserError
 from dalenius.ldp.choose import FACTORIES, make_oracle
 from dalenius.ldp.simulate import DISTRIBUTIONS, SimulationResult, simulate, simulate_discovery
@@ -100,47 +101,25 @@ def register(sub: Any) -> None:
     est.set_defaults(func=run_estimates)
 
 
-class _Progress:
-    """A one-line progress bar on standard error."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        width = 30
-        filled = round(width * done / total)
-        bar = "#" * filled + "-" * (width - filled)
-        print(f"\r[{bar}] {done:,}/{total:,} clients", end="", file=sys.stderr, flush=True)
-        self.shown = True
-
-    def finish(self) -> None:
-        if self.shown:
-            print(file=sys.stderr, flush=True)
-
-
 def run_simulate(args: argparse.Namespace) -> int:
     """``dalenius ldp simulate``."""
     if not 0 < args.confidence < 1:
         raise ConfigurationError(f"--confidence must be in (0, 1), got {args.confidence}.")
     if args.plot:
         _matplotlib()  # refuse before the run, not after
-    progress = _Progress(not args.no_progress and not args.json and args.users >= 200_000)
     if args.protocol == "sfp":
-        return _simulate_sfp(args, progress)
-    result = simulate(
-        args.protocol,
-        args.epsilon,
-        users=args.users,
-        domain=args.domain,
-        dist=args.dist,
-        seed=args.seed,
-        confidence=args.confidence,
-        progress=progress,
-    )
-    progress.finish()
+        return _simulate_sfp(args)
+    with _progress(args) as update:
+        result = simulate(
+            args.protocol,
+            args.epsilon,
+            users=args.users,
+            domain=args.domain,
+            dist=args.dist,
+            seed=args.seed,
+            confidence=args.confidence,
+            progress=update,
+        )
     if args.plot:
         _plot(result, Path(args.plot), args.top)
     if args.json:
@@ -168,25 +147,32 @@ def run_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _simulate_sfp(args: argparse.Namespace, progress: _Progress) -> int:
+def _progress(args: argparse.Namespace) -> AbstractContextManager[Update]:
+    """A bar over the simulated clients, advanced after each batch of them."""
+    return progress(
+        "simulating", args.users, "clients", enabled=not (args.no_progress or args.json)
+    )
+
+
+def _simulate_sfp(args: argparse.Namespace) -> int:
     """``dalenius ldp simulate --protocol sfp``: discovery of a random vocabulary's words."""
     if args.plot:
         raise ConfigurationError(
             "--plot draws true vs estimated frequencies of a frequency oracle; sfp has none.",
             fix="drop --plot; the table lists the words found with their true counts.",
         )
-    result = simulate_discovery(
-        args.epsilon,
-        users=args.users,
-        vocabulary=args.domain,
-        dist=args.dist,
-        alphabet=args.alphabet,
-        length=args.length,
-        seed=args.seed,
-        confidence=args.confidence,
-        progress=progress,
-    )
-    progress.finish()
+    with _progress(args) as update:
+        result = simulate_discovery(
+            args.epsilon,
+            users=args.users,
+            vocabulary=args.domain,
+            dist=args.dist,
+            alphabet=args.alphabet,
+            length=args.length,
+            seed=args.seed,
+            confidence=args.confidence,
+            progress=update,
+        )
     summary = result.summary(args.top)
     if args.json:
         emit_json(summary)
