@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 from dalenius.cli.main import main
 from dalenius.cli.render import progress
+
+CATALOG = """
+[tables.people]
+source = { csv = "people.csv" }
+privacy_unit = "row"
+columns = { age = { type = "int", bounds = [0, 99] } }
+"""
 
 
 def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,6 +37,21 @@ def test_a_bar_whose_total_is_learnt_late(
     with progress("searching", 5, "nodes", enabled=False) as update:
         update(5)
     assert capsys.readouterr() == ("", "")  # --quiet, --json
+
+
+def test_loading_a_csv_shows_its_table_on_a_terminal_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "people.csv").write_text("age\n30\n41\n130\n")
+    (tmp_path / "c.toml").write_text(CATALOG)
+    assert main(["catalog", "check", str(tmp_path / "c.toml")]) == 0
+    plain, err = capsys.readouterr()
+    assert err == "" and "\x1b" not in plain and "people" in plain
+    _terminal(monkeypatch)
+    assert main(["catalog", "check", str(tmp_path / "c.toml")]) == 0
+    out, err = capsys.readouterr()
+    assert out == plain  # the bar never touches the output
+    assert "loading" in err and "table people" in err
 
 
 def test_ldp_simulate_draws_its_bar_on_a_terminal_only(

@@ -10,6 +10,7 @@ test checks it against what the modules register, so the two cannot drift apart.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -67,6 +68,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Each subcommand: the module under ``dalenius.cli`` that registers it, and its one-line help."""
 
+LOADS_TABLES = frozenset(
+    {
+        "query",
+        "explain",
+        "batch",
+        "demo",
+        "density",
+        "hierarchy",
+        "synthesize",
+        "catalog",
+        "download",
+    }
+)
+"""Subcommands that open a catalog in the embedded engine: while one loads a CSV table into memory
+a bar with the table's name and the time elapsed is shown on stderr (on a terminal only)."""
+
 
 def _top_parser() -> tuple[argparse.ArgumentParser, Any]:
     parser = argparse.ArgumentParser(prog="dalenius", description=DESCRIPTION)
@@ -113,6 +130,15 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+def _table_loads(command: str) -> contextlib.AbstractContextManager[object]:
+    """The load bars of :data:`LOADS_TABLES`' commands (importing the renderer only for them)."""
+    if command not in LOADS_TABLES:
+        return contextlib.nullcontext()
+    from dalenius.cli.render import table_loads
+
+    return table_loads()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dalenius`` script."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -124,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from dalenius.cli.common import run_guarded
 
     try:
-        code: int = run_guarded(args.func, args)
+        with _table_loads(args.command):
+            code: int = run_guarded(args.func, args)
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (``dalenius explain ... | head``): not an error of ours.

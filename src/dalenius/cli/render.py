@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Protocol
 
 from dalenius.cli.common import emit_json
@@ -155,3 +155,23 @@ def progress(label: str, total: int | None, unit: str, *, enabled: bool = True) 
 
         yield update
 
+
+@contextmanager
+def table_loads() -> Iterator[None]:
+    """While the block runs, each table the embedded engine loads into memory (a CSV file)
+    shows an indeterminate bar with its name and the time elapsed, on a terminal only.
+
+    DuckDB reports no progress within one statement, so the bar cannot count rows; it tells the
+    user that the wait is a load, and of which table. The engine calls the hook of
+    :func:`dalenius.executors.base.observe_loads`; the library itself stays silent.
+    """
+    if not sys.stderr.isatty():
+        yield
+        return
+    from dalenius.executors.base import observe_loads
+
+    def loading(table: str) -> AbstractContextManager[object]:
+        return progress("loading", None, f"table {table}")
+
+    with observe_loads(loading):
+        yield

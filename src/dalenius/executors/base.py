@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,34 @@ class Executor(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+LoadObserver = Callable[[str], contextlib.AbstractContextManager[object]]
+"""Given a table's name, a context that wraps the table's load into memory (e.g. a spinner)."""
+
+_load_observer: ContextVar[LoadObserver | None] = ContextVar("dalenius_load_observer", default=None)
+
+
+@contextlib.contextmanager
+def observe_loads(observer: LoadObserver) -> Iterator[None]:
+    """Call ``observer`` around each table an executor loads into memory while the block runs.
+
+    A load (a CSV file read into DuckDB) is one statement that reports no progress, and can take
+    a while for a large file; the CLI uses this hook to show that the wait is a load, and of
+    which table. Executors stay silent by default and import no display library. The observer
+    is set for the current context (thread) only: a gateway's requests never see it.
+    """
+    token = _load_observer.set(observer)
+    try:
+        yield
+    finally:
+        _load_observer.reset(token)
+
+
+def loading(table: str) -> contextlib.AbstractContextManager[object]:
+    """The observer's context for loading ``table`` (see :func:`observe_loads`), or nothing."""
+    observer = _load_observer.get()
+    return contextlib.nullcontext() if observer is None else observer(table)
 
 
 def time_limit_error(engine: str, seconds: float) -> ExecutionError:

@@ -9,7 +9,8 @@ Each catalog table becomes a relation named after it, exposing only the declared
 converted to its declared type with ``TRY_CAST`` (a malformed value becomes NULL rather than an
 error, so no query can fail because of one row's content). CSV files are loaded into memory once, on
 first use; Parquet files and DuckDB databases are read in place, so a 10-million-row table is never
-copied into Python.
+copied into Python. Each load into memory runs inside the observer of
+:func:`dalenius.executors.base.observe_loads`, if one is set (the CLI draws a bar with it).
 
 A table with a declared ``max_row_count`` is counted when it is opened (CSV: loaded then) and
 refused if larger — at registration or reload, never at query time. A dataset in constant-time mode
@@ -34,7 +35,13 @@ from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.core.frames import FRAME_KIND, frame_type
 from dalenius.core.rng import system_random
 from dalenius.core.unit import IdUnit
-from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
+from dalenius.executors.base import (
+    Executor,
+    Row,
+    files_fingerprint,
+    loading,
+    time_limit_error,
+)
 from dalenius.executors.convert import sql_string
 
 _log = logging.getLogger("dalenius.executors")
@@ -263,6 +270,12 @@ class DuckDBExecutor(Executor):
                 )
 
     def _load(self, table: Table) -> None:
+        in_memory = self.catalog.constant_time or table.source.kind == "csv"
+        # Only a copy into memory takes long enough for an observer's spinner (observe_loads).
+        with loading(table.name) if in_memory else contextlib.nullcontext():
+            self._create(table)
+
+    def _create(self, table: Table) -> None:
         raw = self._raw_relation(table)
         projection = ", ".join(_converted(c) for c in table.columns)
         name = table.name.replace('"', '""')
