@@ -68,3 +68,17 @@ def test_ldp_simulate_draws_its_bar_on_a_terminal_only(
     assert "5,000/5,000 clients" in err
     # the same seeded run: the same table (only the time taken differs)
     assert out.splitlines()[:-1] == plain.splitlines()[:-1]
+
+
+def test_the_attack_labs_bar_writes_nothing_off_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dalenius.attacks.report import progress_bar
+
+    with progress_bar(3, "linking", enabled=True) as advance:
+        advance(3)
+    assert capsys.readouterr() == ("", "")  # not even the empty line rich ends a bar with
+    _terminal(monkeypatch)
+    with progress_bar(3, "linking", enabled=True) as advance:
+        advance(3)
+    assert "3/3" in capsys.readouterr().err

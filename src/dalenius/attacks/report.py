@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -276,11 +277,14 @@ Advance = Callable[[int], None]
 def progress_bar(total: int, description: str, *, enabled: bool) -> Iterator[Advance]:
     """A rich progress bar on standard error while a long run goes on (a no-op when disabled).
 
+    Drawn only when standard error is a terminal: elsewhere (a log, a pipe) rich would still end
+    the bar with an empty line.
+
     Example:
         >>> with progress_bar(3, "trials", enabled=False) as advance:
         ...     advance(3)
     """
-    if not enabled:
+    if not enabled or not sys.stderr.isatty():
         yield lambda n: None
         return
     columns = (
