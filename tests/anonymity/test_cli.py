@@ -113,6 +113,22 @@ def test_check_prints_k_and_risk(workdir: Path, capsys: pytest.CaptureFixture[st
     assert out["risk"]["sample_uniques"] == 1.0
 
 
+def test_check_shows_a_bar_on_a_terminal_only(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    argv = ["anonymity", "check", "--data", str(workdir / "people.csv"), "--qi", "age,zip"]
+    assert main(argv) == 0
+    plain, err = capsys.readouterr()
+    assert err == "" and "\x1b" not in plain
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("TERM", "xterm")
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out == plain and "checking" in err and "table people.csv" in err
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
