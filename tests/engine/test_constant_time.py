@@ -311,3 +311,86 @@ def _second_table() -> str:
         'source = { csv = "t.csv" }\nprivacy_unit = { column = "pid", max_rows = 2 }\n'
         'max_row_count = 100\ncolumns = { pid = "int", x = { type = "int", bounds = [0, 10] } }\n'
     )
+
+
+# -- the garbage collector stays out of release windows ------------------------------------------
+
+
+def test_no_automatic_collection_inside_a_release_and_a_sweep_before_its_outcome(
+    tmp_path: Path, recorded: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside the window the collector is paused; the sweep runs in it before the outcome is
+    ready (so calibration times it), and automatic collection is back once the outcome left."""
+    import gc
+
+    from dalenius.engine import collector
+
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=60_000.0)
+    seen: list[tuple[bool, int, int]] = []
+    original_sweep = collector.sweep
+
+    def spy() -> None:
+        seen.append((gc.isenabled(), collector.windows_open(), len(recorded)))
+        original_sweep()
+
+    monkeypatch.setattr(collector, "sweep", spy)
+    assert gc.isenabled()
+    with dalenius.connect(catalog, budget=1) as session:
+        session.query('SELECT COUNT(*) FROM "t"', epsilon=0.25)
+        # A failure after the gate is swept too.
+        monkeypatch.setattr(session.executor, "fetch", _failing_fetch)
+        with pytest.raises(EvaluationFailed):
+            session.query('SELECT COUNT(*) FROM "t" WHERE x > 1', epsilon=0.25)
+    # Each sweep ran with automatic collection off, in an open window, before its release left.
+    assert seen == [(False, 1, 0), (False, 1, 1)]
+    assert gc.isenabled()
+    assert collector.windows_open() == 0
+
+
+def _failing_fetch(sql: str) -> list[tuple[object, ...]]:
+    raise ExecutionError("engine failure")
+
+
+def test_outside_constant_time_the_collector_is_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dalenius.engine import collector
+
+    calls: list[str] = []
+    monkeypatch.setattr(collector, "pause", lambda: calls.append("pause"))
+    monkeypatch.setattr(collector, "sweep", lambda: calls.append("sweep"))
+    catalog = load_catalog(write_catalog(tmp_path, constant_time=False))
+    with dalenius.connect(catalog, budget=1) as session:
+        session.query('SELECT COUNT(*) FROM "t"', epsilon=0.5)
+    assert calls == []
+
+
+def test_windows_nest_across_threads() -> None:
+    import gc
+
+    from dalenius.engine import collector
+
+    assert gc.isenabled()
+    collector.pause()
+    collector.pause()
+    collector.resume()
+    assert not gc.isenabled()
+    collector.resume()
+    assert gc.isenabled()
+    collector.resume()  # an extra resume is harmless
+    assert gc.isenabled() and collector.windows_open() == 0
+
+
+def test_a_sweep_freezes_survivors_so_the_next_one_walks_only_new_objects() -> None:
+    import gc
+
+    from dalenius.engine import collector
+
+    try:
+        collector.sweep()
+        assert gc.get_freeze_count() > 0
+        assert sum(gc.get_count()) < 50
+    finally:
+        collector.thaw()
+    assert gc.get_freeze_count() == 0

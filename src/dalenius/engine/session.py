@@ -47,6 +47,7 @@ from dalenius.core.errors import (
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
+from dalenius.engine import collector
 from dalenius.engine.gate import DataGate, GatedEngine
 from dalenius.engine.noise import (
     LossDefect,
@@ -213,6 +214,23 @@ class Session:
         except UserError as exc:
             self._audit(sql, "refused", exc)
             raise
+        if not self.catalog.constant_time:
+            return self._answer(sql, prepared, conf, idempotency_key, deadline)
+        collector.pause()
+        try:
+            return self._answer(sql, prepared, conf, idempotency_key, deadline)
+        finally:
+            collector.resume()
+
+    def _answer(
+        self,
+        sql: str,
+        prepared: Prepared,
+        conf: float,
+        idempotency_key: str | None,
+        deadline: Deadline | None,
+    ) -> Result:
+        """Reserve the plan's loss, then release (within ``deadline`` in constant-time mode)."""
         plan = prepared.plan
         request = ChargeRequest(
             principal=self.analyst,
@@ -269,12 +287,17 @@ class Session:
         the deadline was declared missed, the miss path has recorded the outcome.
         """
         plan = prepared.plan
-        with self.gate.passage(reservation) as engine:
-            noisy = self._evaluate(engine, prepared, mechanisms)
-            if not claim():
-                raise DeadlineMissed(plan_class(plan))
-            entry_id = self.ledger.commit(reservation, _encode(noisy))
-            return self._result(prepared, noisy, conf, entry_id)
+        try:
+            with self.gate.passage(reservation) as engine:
+                noisy = self._evaluate(engine, prepared, mechanisms)
+                if not claim():
+                    raise DeadlineMissed(plan_class(plan))
+                entry_id = self.ledger.commit(reservation, _encode(noisy))
+                return self._result(prepared, noisy, conf, entry_id)
+        finally:
+            if self.catalog.constant_time:
+                # Inside the release window, whatever the outcome: see engine/collector.py.
+                collector.sweep()
 
     def _result(
         self,
