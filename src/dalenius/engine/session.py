@@ -27,7 +27,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
@@ -88,7 +88,8 @@ from dalenius.plan.accuracy import (
 )
 from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
-from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Query, Relation, Scan, UnitAggregate
+from dalenius.plan.nodes import DPQuery, Query
+from dalenius.plan.rewrite import Context, rewrite, unmeasured
 from dalenius.releases.density import DensityRelease, DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyRelease, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapRequest, plan_onthemap
@@ -812,32 +813,14 @@ class Session:
         return template.with_salt(salt)
 
     def _measure_joins(self, resolved: Resolved) -> tuple[Query, bool]:
-        """Fill in each public join's multiplicity, read from the public table (public data).
+        """The query after the plan rules that read public tables (each public join's
+        multiplicity, :mod:`dalenius.plan.rewrite.measure_joins`).
 
         Also says whether any public table was read (the plan then depends on its contents).
         """
-        measured = False
-
-        def visit(relation: Relation) -> Relation:
-            match relation:
-                case Join(left=left, right=right, right_key=key, multiplicity=m) if m < 0:
-                    nonlocal measured
-                    measured = True
-                    assert isinstance(right, Scan)
-                    column = next(f.name for f in right.fields if f.id == key)
-                    return replace(
-                        relation,
-                        left=visit(left),
-                        multiplicity=self._multiplicity(right.table, column),
-                    )
-                case Join(left=left, right=right):
-                    return replace(relation, left=visit(left), right=visit(right))
-                case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
-                    return replace(relation, child=visit(c))
-            return relation
-
-        query = replace(resolved.query, relation=visit(resolved.query.relation))
-        return (query, True) if measured else (resolved.query, False)
+        if not unmeasured(resolved.query):
+            return resolved.query, False
+        return rewrite(resolved.query, Context(multiplicity=self._multiplicity)), True
 
     def _multiplicity(self, table_name: str, column: str) -> int:
         table = self.catalog.table(table_name)

@@ -187,6 +187,26 @@ def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | No
     return None
 
 
+def per_unit_bounds(func: str, bounds: Bounds | None, rows: int) -> Bounds:
+    """Bounds of one privacy unit's ``func`` (``count``, ``sum``, ``avg``, ``min``, ``max``) over
+    at most ``rows`` rows whose argument lies in ``bounds``.
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> per_unit_bounds("sum", (F(-1), F(5)), 3)
+        (Fraction(-3, 1), Fraction(15, 1))
+        >>> per_unit_bounds("count", None, 3)
+        (Fraction(0, 1), Fraction(3, 1))
+    """
+    if func == "count":
+        return Fraction(0), Fraction(rows)
+    assert bounds is not None
+    lo, hi = bounds
+    if func == "sum":
+        return rows * min(lo, Fraction(0)), rows * max(hi, Fraction(0))
+    return lo, hi
+
+
 def _union(parts: list[Bounds | _Empty | None]) -> Bounds | _Empty | None:
     if any(p is None for p in parts):
         return None

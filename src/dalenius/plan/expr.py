@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 LiteralValue = int | float | str | bool | None
@@ -187,6 +187,44 @@ def children(expr: Expr) -> tuple[Expr, ...]:
         case Case(whens=whens, default=default):
             flat = [e for pair in whens for e in pair]
             return (*flat, default) if default is not None else tuple(flat)
+
+
+def with_children(expr: Expr, kids: Sequence[Expr]) -> Expr:
+    """``expr`` with its direct sub-expressions replaced by ``kids`` (in :func:`children` order).
+
+    Example:
+        >>> with_children(BinOp("+", Col("a"), Lit(1)), [Col("b"), Lit(2)])
+        BinOp(op='+', left=Col(name='b'), right=Lit(value=2))
+    """
+    match expr:
+        case BinOp(op=op):
+            return BinOp(op, kids[0], kids[1])
+        case Not():
+            return Not(kids[0])
+        case Neg():
+            return Neg(kids[0])
+        case IsNull(negated=n):
+            return IsNull(kids[0], n)
+        case InList(negated=n):
+            return InList(kids[0], tuple(kids[1:]), n)
+        case Between(negated=n):
+            return Between(kids[0], kids[1], kids[2], n)
+        case Like(negated=n, case_insensitive=ci):
+            return Like(kids[0], kids[1], n, ci)
+        case Func(name=name):
+            return Func(name, tuple(kids))
+        case Case(whens=whens, default=default):
+            pairs = tuple((kids[2 * i], kids[2 * i + 1]) for i in range(len(whens)))
+            return Case(pairs, kids[-1] if default is not None else None)
+    return expr
+
+
+def walk(expr: Expr) -> list[Expr]:
+    """``expr`` and every sub-expression, parents before their children."""
+    out = [expr]
+    for kid in children(expr):
+        out.extend(walk(kid))
+    return out
 
 
 def columns(expr: Expr) -> set[str]:

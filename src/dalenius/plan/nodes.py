@@ -20,8 +20,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -170,6 +170,40 @@ def _all_relations(relation: Relation) -> list[Relation]:
         case Join(left=left, right=right):
             return _all_relations(left) + _all_relations(right)
     raise AssertionError(f"unknown relation {relation!r}")
+
+
+def depth_first(relation: Relation, visit: Callable[[Relation], Relation]) -> Relation:
+    """Rebuild ``relation`` bottom-up: each node's children first, then ``visit`` on the node.
+
+    The one tree walk the plan rules (:mod:`dalenius.plan.rewrite`) share. A node whose children
+    come back unchanged is passed to ``visit`` as it is (the same object), so a rule that changes
+    nothing returns the very tree it was given.
+
+    Example:
+        >>> t = Scan("t", "t", ())
+        >>> depth_first(Filter(t, Col("x")), lambda r: r) == Filter(t, Col("x"))
+        True
+    """
+    match relation:
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+            child = depth_first(c, visit)
+            if child is not c:
+                relation = replace(relation, child=child)
+        case Join(left=left, right=right):
+            new_left, new_right = depth_first(left, visit), depth_first(right, visit)
+            if new_left is not left or new_right is not right:
+                relation = replace(relation, left=new_left, right=new_right)
+    return visit(relation)
+
+
+def with_fields(relation: Relation, exposed: Sequence[Field]) -> Relation:
+    """The same relation exposing ``exposed`` (marks a LEFT JOIN's right side nullable)."""
+    match relation:
+        case Scan() | Project() | UnitAggregate():
+            return replace(relation, fields=tuple(exposed))
+        case Filter(child=child):
+            return replace(relation, child=with_fields(child, exposed))
+    return relation
 
 
 def scans(relation: Relation) -> tuple[Scan, ...]:

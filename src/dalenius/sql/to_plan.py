@@ -32,18 +32,22 @@ from dalenius.core.catalog import Catalog, Table
 from dalenius.core.errors import PrivacyRefusal, QueryError
 from dalenius.core.loss import as_fraction
 from dalenius.core.unit import IdUnit
-from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, type_of
+from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, per_unit_bounds, type_of
 from dalenius.plan.expr import (
     AggRef,
     BinOp,
+    Case,
     Col,
     Expr,
     Func,
     KeyRef,
+    Neg,
     aggregates_read,
     children,
     columns,
     references,
+    walk,
+    with_children,
 )
 from dalenius.plan.nodes import (
     AggCall,
@@ -61,7 +65,9 @@ from dalenius.plan.nodes import (
     UnitSpec,
     agg_ref,
     key_ref,
+    with_fields,
 )
+from dalenius.plan.rewrite import BigQueryOptions, Context, rewrite
 from dalenius.sql import aggregates, bigquery, validate
 from dalenius.sql.expressions import Converter, written_name
 from dalenius.sql.parse import DEFAULT_DIALECT, parse, span_of
@@ -160,7 +166,7 @@ class _Planner:
         self.catalog = catalog
         self.extracted = extracted
         self.used_ids: set[str] = set()
-        self.per_unit_bounds: dict[int, tuple[Fraction, Fraction]] = {}
+        self.explicit_per_unit: dict[int, tuple[Fraction, Fraction]] = {}
         self.building: set[str] = set()
 
     # -- errors ---------------------------------------------------------------------------------
@@ -214,8 +220,15 @@ class _Planner:
                 fix="add WITH DIFFERENTIAL_PRIVACY OPTIONS (...) after SELECT, or drop the bounds.",
             )
         query = self.aggregate_query(tree, source, top=True)
-        if self.extracted.enabled and query.unit.kind == "id":
-            query = self.bigquery_per_unit(query)
+        context = Context(
+            bigquery=BigQueryOptions(self.explicit_per_unit, self.fresh_id)
+            if self.extracted.enabled
+            else None
+        )
+        try:
+            query = rewrite(query, context)
+        except QueryError as exc:  # a rule's refusal: point at its clause
+            raise validate.located(exc, self.sql) from None
         return Resolved(query=query, tables=tuple(source.tables), options=options)
 
     def options(self) -> Options:
@@ -454,7 +467,7 @@ class _Planner:
             # Rows without a match are extended with NULLs: nothing on the right is non-nullable.
             nullable = [replace(f, nullable=True) for f in right.fields]
             right = _Source(
-                _with_fields(right.relation, nullable), nullable, right.unit, right.tables
+                with_fields(right.relation, nullable), nullable, right.unit, right.tables
             )
         both = _Source(
             left.relation, left.fields + right.fields, left.unit, left.tables + right.tables
@@ -781,18 +794,10 @@ class _Planner:
                     "a per-unit aggregate needs a name.", item, clause="SELECT", fix="add AS name."
                 )
             agg = self.agg_call(call, node, inner, converter, "SELECT")
-            if call.func == "count":
-                bounds = (Fraction(0), Fraction(rows))
-                col_type = "int"
-            else:
-                assert agg.bounds is not None
-                lo, hi = agg.bounds
-                bounds = (
-                    (rows * min(lo, Fraction(0)), rows * max(hi, Fraction(0)))
-                    if call.func == "sum"
-                    else (lo, hi)
-                )
-                col_type = agg.arg_type if call.func != "avg" else "float"
+            bounds = per_unit_bounds(call.func, agg.bounds, rows)
+            col_type = (
+                "int" if call.func == "count" else agg.arg_type if call.func != "avg" else "float"
+            )
             calls.append(replace(agg, bounds=bounds))
             fields.append(
                 Field(
@@ -1017,106 +1022,6 @@ class _Planner:
         start = node.meta.get("start")
         return self.extracted.bounds.get(start) if isinstance(start, int) else None
 
-    # -- BigQuery semantics ---------------------------------------------------------------------
-
-    def bigquery_per_unit(self, query: Query) -> Query:
-        """BigQuery computes COUNT, SUM and AVG per unit and group, clamps, then aggregates.
-
-        The query is rewritten to that shape: an inner aggregation per (unit, group) whose values
-        are clamped to the contribution bounds (``contribution_bounds_per_group``, else the
-        catalog's bounds times the unit's row cap for COUNT and SUM, the bounds for AVG), then
-        the outer aggregate, in which each unit is one row in each of at most
-        ``max_groups_contributed`` groups. Quantiles and variances keep their row-level meaning
-        (each value clamped), so they cannot be mixed with COUNT/SUM/AVG in one such query.
-        """
-        funcs = {a.func for a in query.aggregates}
-        if not funcs & {"count", "sum", "avg"}:
-            return query
-        if funcs - {"count", "sum", "avg"}:
-            raise self.error(
-                "this query mixes COUNT/SUM/AVG, which BigQuery's syntax aggregates per privacy unit "
-                "first, with row-level statistics.",
-                None,
-                clause="SELECT",
-                fix="ask for the quantiles, MIN/MAX or variances in a separate query.",
-            )
-        unit = query.unit
-        rows = unit.max_rows
-        unit_id = unit.field or ""
-        unit_field = Field(
-            id=self.fresh_id("__dp", "unit"), name="__unit", qualifier="__dp", type="int", unit=True
-        )
-        key_fields = [
-            Field(
-                id=self.fresh_id("__dp", f"k{i}"),
-                name=k.name,
-                qualifier="__dp",
-                type=k.type,
-                keys=k.keys,
-            )
-            for i, k in enumerate(query.group_by)
-        ]
-        inner_calls: list[AggCall] = []
-        value_fields: list[Field] = []
-        outer_aggs: list[AggCall] = []
-        for i, agg in enumerate(query.aggregates):
-            explicit = self.per_unit_bounds.get(i)
-            if agg.func == "count_distinct":
-                raise self.error(
-                    "COUNT(DISTINCT ...) is not supported with WITH DIFFERENTIAL_PRIVACY.",
-                    None,
-                    clause="SELECT",
-                    fix="use COUNT(*) (per unit) or the plain syntax.",
-                )
-            if agg.func == "count":
-                bounds = explicit or (Fraction(0), Fraction(rows))
-                bounds = (max(bounds[0], Fraction(0)), bounds[1])
-                value_type = "int"
-            else:
-                assert agg.bounds is not None
-                lo, hi = agg.bounds
-                default = (
-                    (rows * min(lo, Fraction(0)), rows * max(hi, Fraction(0)))
-                    if agg.func == "sum"
-                    else (lo, hi)
-                )
-                bounds = explicit or default
-                value_type = agg.arg_type if agg.func == "sum" else "float"
-            inner_calls.append(replace(agg, bounds=bounds, hidden=False))
-            value = Field(
-                id=self.fresh_id("__dp", f"v{i}"),
-                name=f"v{i}",
-                qualifier="__dp",
-                type=value_type,
-                bounds=bounds,
-            )
-            value_fields.append(value)
-            outer_func: Literal["avg", "sum"] = "avg" if agg.func == "avg" else "sum"
-            outer_aggs.append(
-                replace(agg, func=outer_func, arg=Col(value.id), arg_type=value_type, bounds=bounds)
-            )
-        inner = UnitAggregate(
-            child=query.relation,
-            unit_field=unit_id,
-            fields=(unit_field, *key_fields, *value_fields),
-            aggregates=tuple(inner_calls),
-            keys=tuple(k.expr for k in query.group_by),
-        )
-        keys = tuple(
-            replace(k, expr=Col(f.id)) for k, f in zip(query.group_by, key_fields, strict=True)
-        )
-        groups = unit.max_groups
-        spec = UnitSpec(
-            "id",
-            unit_field.id,
-            groups,
-            groups,
-            f"{unit.description}; per-unit totals (BigQuery semantics)",
-        )
-        return replace(
-            query, relation=inner, unit=spec, group_by=keys, aggregates=tuple(outer_aggs)
-        )
-
 
 class _State:
     """Group keys, aggregates and outputs of one aggregate query, built clause by clause."""
@@ -1232,7 +1137,7 @@ class _State:
         self.aggs.append(replace(agg, hidden=hidden))
         explicit = self.p.explicit_bounds(node)
         if explicit is not None:
-            self.p.per_unit_bounds[len(self.aggs) - 1] = explicit
+            self.p.explicit_per_unit[len(self.aggs) - 1] = explicit
         return AggRef.of(len(self.aggs) - 1)
 
     def ref_infos(self) -> dict[str, FieldInfo]:
@@ -1276,10 +1181,10 @@ class _State:
         kids = children(expr)
         if not kids:
             return expr
-        return _rebuild(expr, [self.substitute_keys(k) for k in kids])
+        return with_children(expr, [self.substitute_keys(k) for k in kids])
 
     def check_post(self, expr: Expr, node: exp.Expr, clause: str) -> None:
-        for sub in _walk(expr):
+        for sub in walk(expr):
             if isinstance(sub, Func) and sub.name not in POST_FUNCTIONS and aggregates_read(sub):
                 raise self.error(
                     f"{sub.name} cannot be applied to an aggregate.",
@@ -1368,16 +1273,6 @@ class _State:
             )
 
 
-def _with_fields(relation: Relation, fields: list[Field]) -> Relation:
-    """The same relation exposing ``fields`` (marks a LEFT JOIN's right side nullable)."""
-    match relation:
-        case Scan() | Project() | UnitAggregate():
-            return replace(relation, fields=tuple(fields))
-        case Filter(child=child):
-            return replace(relation, child=_with_fields(child, fields))
-    return relation
-
-
 def _magnitude(x: Fraction) -> str:
     """``1.2e+57`` for any size (``float`` overflows beyond 1.8e308)."""
     whole = int(abs(x))
@@ -1415,8 +1310,6 @@ def _value_path(expr: Expr) -> list[Expr]:
     arguments and CASE results, but not conditions (a comparison yields a truth value, whatever
     the magnitudes inside it, and the engine evaluates it in doubles without failing).
     """
-    from dalenius.plan.expr import Case, Func, Neg
-
     out = [expr]
     match expr:
         case BinOp(op=op, left=left, right=right) if op in ("+", "-", "*", "/", "%"):
@@ -1432,36 +1325,3 @@ def _value_path(expr: Expr) -> list[Expr]:
             if default is not None:
                 out += _value_path(default)
     return out
-
-
-def _walk(expr: Expr) -> list[Expr]:
-    out = [expr]
-    for kid in children(expr):
-        out.extend(_walk(kid))
-    return out
-
-
-def _rebuild(expr: Expr, kids: list[Expr]) -> Expr:
-    from dalenius.plan.expr import Between, Case, InList, IsNull, Like, Neg, Not
-
-    match expr:
-        case BinOp(op=op):
-            return BinOp(op, kids[0], kids[1])
-        case Not():
-            return Not(kids[0])
-        case Neg():
-            return Neg(kids[0])
-        case IsNull(negated=n):
-            return IsNull(kids[0], n)
-        case InList(negated=n):
-            return InList(kids[0], tuple(kids[1:]), n)
-        case Between(negated=n):
-            return Between(kids[0], kids[1], kids[2], n)
-        case Like(negated=n, case_insensitive=ci):
-            return Like(kids[0], kids[1], n, ci)
-        case Func(name=name):
-            return Func(name, tuple(kids))
-        case Case(whens=whens, default=default):
-            pairs = tuple((kids[2 * i], kids[2 * i + 1]) for i in range(len(whens)))
-            return Case(pairs, kids[-1] if default is not None else None)
-    return expr

@@ -1,0 +1,41 @@
+"""What the rewrite rules may read besides the query: the binder's and the session's facts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from dalenius.plan.derive import Bounds
+from dalenius.plan.nodes import Query
+
+
+@dataclass(frozen=True)
+class BigQueryOptions:
+    """A ``SELECT WITH DIFFERENTIAL_PRIVACY`` query's per-unit facts, from the binder.
+
+    Attributes:
+        bounds: ``contribution_bounds_per_group`` by aggregate index, where the SQL gives them.
+        fresh_id: makes a field id unused by the query, from an alias and a name (the binder's,
+            so the ids stay the ones every plan fingerprint was computed with).
+    """
+
+    bounds: Mapping[int, Bounds] = field(default_factory=dict)
+    fresh_id: Callable[[str, str], str] = lambda alias, name: f"{alias}__{name}"
+
+
+@dataclass(frozen=True)
+class Context:
+    """The facts a rule may need; a rule whose fact is missing leaves the query as it is.
+
+    Attributes:
+        bigquery: set for a ``SELECT WITH DIFFERENTIAL_PRIVACY`` query (BigQuery semantics).
+        multiplicity: reads, from a public table (by catalog name), the most rows sharing one
+            value of a column (by its catalog name); set where public tables may be read.
+    """
+
+    bigquery: BigQueryOptions | None = None
+    multiplicity: Callable[[str, str], int] | None = None
+
+
+Rule = Callable[[Query, Context], Query]
+"""A rewrite rule: a new query, or the one it was given when it has nothing to do."""
