@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
 from dalenius.core.catalog import Key
 from dalenius.plan.evaluate import EvaluationError, evaluate
 from dalenius.plan.expr import (
+    COMPARISONS,
+    LOGICAL,
     Between,
     BinOp,
     Case,
@@ -62,8 +64,34 @@ class FieldInfo:
     nullable: bool
 
 
-def type_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> str:  # noqa: C901  # one arm per expression node
-    """The SQL type of ``expr``: ``int``, ``float``, ``str``, ``bool``, ``date`` or ``null``."""
+Fail = Callable[[str, str], Exception]
+"""``fail(what, fix)``: the error a strict :func:`type_of` raises (the caller adds where and why)."""
+
+NUMERIC = frozenset({"int", "float"})
+
+
+def type_of(expr: Expr, fields: Mapping[str, FieldInfo], fail: Fail | None = None) -> str:  # noqa: C901, PLR0912  # one arm per expression node
+    """The SQL type of ``expr``: ``int``, ``float``, ``str``, ``bool``, ``date`` or ``null``.
+
+    The one type checker of plan expressions. With ``fail`` it is strict: it refuses (raises
+    ``fail(what, fix)``) any mix the engine would resolve by converting row values, which can
+    fail on some rows. Without, it derives the type of an expression already checked and never
+    refuses.
+
+    Example:
+        >>> from dalenius.plan.expr import BinOp, Col, Lit
+        >>> fields = {"age": FieldInfo("int", None, None, False)}
+        >>> type_of(BinOp("/", Col("age"), Lit(2.5)), fields)
+        'float'
+        >>> type_of(BinOp("=", Col("age"), Lit("x")), fields, lambda what, fix: ValueError(what))
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot compare a int with a str.
+    """
+
+    def t(e: Expr) -> str:
+        return type_of(e, fields, fail)
+
     match expr:
         case Col(name=name):
             return fields[name].type
@@ -78,39 +106,122 @@ def type_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> str:  # noqa: C901  
         case Lit():
             return "str"
         case BinOp(op=op, left=left, right=right):
-            if op in ("AND", "OR", "=", "<>", "<", "<=", ">", ">="):
-                return "bool"
-            if op == "||":
-                return "str"
-            kinds = {type_of(left, fields), type_of(right, fields)} - {"null"}
-            return "int" if kinds <= {"int"} else "float"
+            result = "bool" if op in LOGICAL or op in COMPARISONS else "str" if op == "||" else None
+            if result is not None and fail is None:
+                return result
+            lt, rt = t(left), t(right)
+            if fail is not None:
+                _check_binary(op, left, right, lt, rt, fail)
+            return result or ("int" if {lt, rt} <= {"int", "null"} else "float")
         case Not() | IsNull() | InList() | Between() | Like():
+            if fail is not None:
+                _check_predicate(expr, t, fail)
             return "bool"
         case Neg(operand=o):
-            return type_of(o, fields)
+            ot = t(o)
+            if fail is not None and ot not in NUMERIC | {"null"}:
+                raise fail("unary minus needs a number.", "negate numeric columns only.")
+            return ot
         case Func(name=name, args=args):
-            if name in ("LOWER", "UPPER", "TRIM"):
-                return "str"
-            if name in ("LENGTH", "YEAR", "MONTH", "DAY"):
-                return "int"
-            kinds = {type_of(a, fields) for a in args} - {"null"}
-            if name in ("FLOOR", "CEIL", "ROUND", "ABS"):
-                return "int" if kinds <= {"int"} else "float"
-            return _common(kinds)
+            return _func_type(name, [t(a) for a in args], fail)
         case Case(whens=whens, default=default):
-            kinds = {type_of(v, fields) for _, v in whens}
+            results = []
+            for cond, value in whens:
+                if fail is not None and t(cond) not in ("bool", "null"):
+                    raise fail(
+                        "a CASE WHEN condition must be true/false.", "write WHEN x > 1 THEN ..."
+                    )
+                results.append(t(value))
             if default is not None:
-                kinds.add(type_of(default, fields))
-            return _common(kinds - {"null"})
+                results.append(t(default))
+            return _common(results, fail)
     raise AssertionError(f"unknown expression {expr!r}")
 
 
-def _common(kinds: set[str]) -> str:
-    if not kinds:
+def _comparable(a: str, b: str, a_expr: Expr, b_expr: Expr) -> bool:
+    if "null" in (a, b) or a == b or (a in NUMERIC and b in NUMERIC):
+        return True
+    # A date against a string literal: the literal is cast once, at planning time, so a
+    # malformed one fails for every dataset alike.
+    if {a, b} == {"date", "str"}:
+        return isinstance(a_expr if a == "str" else b_expr, Lit)
+    return False
+
+
+def _check_binary(op: str, left: Expr, right: Expr, lt: str, rt: str, fail: Fail) -> None:
+    if op in LOGICAL:
+        if not ({lt, rt} <= {"bool", "null"}):
+            raise fail(f"{op} needs true/false operands.", "combine comparisons with AND/OR.")
+    elif op in COMPARISONS:
+        if not _comparable(lt, rt, left, right):
+            raise fail(
+                f"cannot compare a {lt} with a {rt}.",
+                "compare values of the same type, e.g. quote a string: zip = '90210'.",
+            )
+    elif op == "||":
+        if not ({lt, rt} <= {"str", "null"}):
+            raise fail("|| joins strings only.", "apply || to text columns.")
+    elif not ({lt, rt} <= NUMERIC | {"null"}):
+        raise fail(f"arithmetic {op} needs numbers, got {lt} and {rt}.", "use numeric columns.")
+
+
+def _check_predicate(expr: Expr, t: Callable[[Expr], str], fail: Fail) -> None:
+    match expr:
+        case Not(operand=o):
+            if t(o) not in ("bool", "null"):
+                raise fail("NOT needs a true/false operand.", "write NOT (condition).")
+        case IsNull(operand=o):
+            t(o)
+        case InList(operand=o, items=items):
+            ot = t(o)
+            for item in items:
+                if not _comparable(ot, t(item), o, item):
+                    raise fail(
+                        f"IN mixes a {ot} with a {t(item)}.", "list values of the column's type."
+                    )
+        case Between(operand=o, low=lo, high=hi):
+            ot = t(o)
+            for side in (lo, hi):
+                if not _comparable(ot, t(side), o, side):
+                    raise fail(
+                        f"BETWEEN mixes a {ot} with a {t(side)}.",
+                        "use bounds of the column's type.",
+                    )
+        case Like(operand=o, pattern=p):
+            if t(o) not in ("str", "null") or t(p) not in ("str", "null"):
+                raise fail(
+                    "LIKE applies to text.", "use LIKE on a text column with a quoted pattern."
+                )
+
+
+def _func_type(name: str, types: list[str], fail: Fail | None) -> str:
+    if name in ("LOWER", "UPPER", "TRIM", "LENGTH"):
+        if fail is not None and types[0] not in ("str", "null"):
+            raise fail(f"{name} needs text.", f"apply {name} to a text column.")
+        return "int" if name == "LENGTH" else "str"
+    if name in ("ABS", "FLOOR", "CEIL", "ROUND"):
+        if fail is not None and any(x not in NUMERIC | {"null"} for x in types):
+            raise fail(f"{name} needs numbers.", f"apply {name} to a numeric column.")
+        return "int" if set(types) - {"null"} <= {"int"} else "float"
+    if name in ("YEAR", "MONTH", "DAY"):
+        if fail is not None and types[0] not in ("date", "null"):
+            raise fail(f"{name} needs a date.", f"apply {name} to a date column.")
+        return "int"
+    return _common(types, fail)
+
+
+def _common(types: list[str], fail: Fail | None) -> str:
+    concrete = {t for t in types if t != "null"}
+    if not concrete:
         return "null"
-    if kinds <= {"int", "float"}:
-        return "float" if "float" in kinds else "int"
-    return next(iter(sorted(kinds)))
+    if concrete <= NUMERIC:
+        return "float" if "float" in concrete else "int"
+    if len(concrete) > 1 and fail is not None:
+        raise fail(
+            f"values of different types are mixed: {sorted(concrete)}.",
+            "make every branch the same type.",
+        )
+    return min(concrete)
 
 
 def bounds_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from sqlglot import exp
 
 from dalenius.core.errors import QueryError
-from dalenius.plan.derive import FieldInfo
+from dalenius.plan.derive import FieldInfo, type_of
 from dalenius.plan.evaluate import MAX_ROUND_DIGITS
 from dalenius.plan.expr import (
     FUNCTIONS,
@@ -61,7 +61,6 @@ FUNCS: dict[type[exp.Expr], str] = {
     exp.Month: "MONTH",
     exp.Day: "DAY",
 }
-NUMERIC = {"int", "float"}
 
 KNOWN_NAMES = tuple(sorted({*FUNCTIONS, *NAMES}))
 """Function names an analyst may write, scalar and aggregate (for "did you mean")."""
@@ -327,8 +326,11 @@ class Converter:
 
     # -- types ----------------------------------------------------------------------------------
 
-    def type_of(self, expr: Expr, *, node: exp.Expr | None = None, clause: str = "WHERE") -> str:  # noqa: C901, PLR0912, PLR0915  # one arm per expression node
-        """Infer a type; refuse mixes the engine would resolve by converting row values."""
+    def type_of(self, expr: Expr, *, node: exp.Expr | None = None, clause: str = "WHERE") -> str:
+        """Infer a type; refuse mixes the engine would resolve by converting row values.
+
+        The checker is :func:`dalenius.plan.derive.type_of` (strict); this locates its refusal.
+        """
 
         def bad(what: str, fix: str) -> QueryError:
             return self.error(
@@ -339,108 +341,7 @@ class Converter:
                 fix=fix,
             )
 
-        def comparable(a: str, b: str, a_expr: Expr, b_expr: Expr) -> bool:
-            if "null" in (a, b) or a == b or (a in NUMERIC and b in NUMERIC):
-                return True
-            # A date against a string literal: the literal is cast once, at planning time, so a
-            # malformed one fails for every dataset alike.
-            if {a, b} == {"date", "str"}:
-                return isinstance(a_expr if a == "str" else b_expr, Lit)
-            return False
-
-        def t(e: Expr) -> str:
-            return self.type_of(e, node=node, clause=clause)
-
-        match expr:
-            case Col(name=name):
-                return self.fields[name].type
-            case Lit(value=None):
-                return "null"
-            case Lit(value=bool()):
-                return "bool"
-            case Lit(value=int()):
-                return "int"
-            case Lit(value=float()):
-                return "float"
-            case Lit():
-                return "str"
-            case BinOp(op=op, left=left, right=right):
-                lt, rt = t(left), t(right)
-                if op in ("AND", "OR"):
-                    if not ({lt, rt} <= {"bool", "null"}):
-                        raise bad(
-                            f"{op} needs true/false operands.", "combine comparisons with AND/OR."
-                        )
-                    return "bool"
-                if op in COMPARE.values():
-                    if not comparable(lt, rt, left, right):
-                        raise bad(
-                            f"cannot compare a {lt} with a {rt}.",
-                            "compare values of the same type, e.g. quote a string: zip = '90210'.",
-                        )
-                    return "bool"
-                if op == "||":
-                    if not ({lt, rt} <= {"str", "null"}):
-                        raise bad("|| joins strings only.", "apply || to text columns.")
-                    return "str"
-                if not ({lt, rt} <= NUMERIC | {"null"}):
-                    raise bad(
-                        f"arithmetic {op} needs numbers, got {lt} and {rt}.", "use numeric columns."
-                    )
-                return "int" if {lt, rt} <= {"int", "null"} else "float"
-            case Not(operand=o):
-                if t(o) not in ("bool", "null"):
-                    raise bad("NOT needs a true/false operand.", "write NOT (condition).")
-                return "bool"
-            case Neg(operand=o):
-                ot = t(o)
-                if ot not in NUMERIC | {"null"}:
-                    raise bad("unary minus needs a number.", "negate numeric columns only.")
-                return ot
-            case IsNull(operand=o):
-                t(o)
-                return "bool"
-            case InList(operand=o, items=items):
-                ot = t(o)
-                for item in items:
-                    if not comparable(ot, t(item), o, item):
-                        raise bad(
-                            f"IN mixes a {ot} with a {t(item)}.",
-                            "list values of the column's type.",
-                        )
-                return "bool"
-            case Between(operand=o, low=lo, high=hi):
-                ot = t(o)
-                for side in (lo, hi):
-                    if not comparable(ot, t(side), o, side):
-                        raise bad(
-                            f"BETWEEN mixes a {ot} with a {t(side)}.",
-                            "use bounds of the column's type.",
-                        )
-                return "bool"
-            case Like(operand=o, pattern=p):
-                if t(o) not in ("str", "null") or t(p) not in ("str", "null"):
-                    raise bad(
-                        "LIKE applies to text.", "use LIKE on a text column with a quoted pattern."
-                    )
-                return "bool"
-            case Func(name=name, args=args):
-                return _func_type(name, [t(a) for a in args], bad)
-            case Case(whens=whens, default=default):
-                results = []
-                for cond, value in whens:
-                    if t(cond) not in ("bool", "null"):
-                        raise bad(
-                            "a CASE WHEN condition must be true/false.", "write WHEN x > 1 THEN ..."
-                        )
-                    results.append(t(value))
-                if default is not None:
-                    results.append(t(default))
-                return _common_type(results, bad)
-        raise AssertionError(f"unknown expression {expr!r}")
-
-
-_Bad = Callable[[str, str], QueryError]
+        return type_of(expr, self.fields, bad)
 
 
 def written_name(node: exp.Expr) -> str:
@@ -481,38 +382,4 @@ def _small_int(expr: Expr) -> bool:
         and isinstance(expr.value, int)
         and not isinstance(expr.value, bool)
         and abs(expr.value) <= MAX_ROUND_DIGITS
-    )
-
-
-def _func_type(name: str, types: list[str], fail: _Bad) -> str:
-    if name in ("LOWER", "UPPER", "TRIM"):
-        if types[0] not in ("str", "null"):
-            raise fail(f"{name} needs text.", f"apply {name} to a text column.")
-        return "str"
-    if name == "LENGTH":
-        if types[0] not in ("str", "null"):
-            raise fail("LENGTH needs text.", "apply LENGTH to a text column.")
-        return "int"
-    if name in ("ABS", "FLOOR", "CEIL", "ROUND"):
-        if any(x not in NUMERIC | {"null"} for x in types):
-            raise fail(f"{name} needs numbers.", f"apply {name} to a numeric column.")
-        return "int" if types[0] == "int" else "float"
-    if name in ("YEAR", "MONTH", "DAY"):
-        if types[0] not in ("date", "null"):
-            raise fail(f"{name} needs a date.", f"apply {name} to a date column.")
-        return "int"
-    return _common_type(types, fail)
-
-
-def _common_type(types: list[str], bad: _Bad) -> str:
-    concrete = {t for t in types if t != "null"}
-    if not concrete:
-        return "null"
-    if concrete <= NUMERIC:
-        return "float" if "float" in concrete else "int"
-    if len(concrete) == 1:
-        return concrete.pop()
-    raise bad(
-        f"values of different types are mixed: {sorted(concrete)}.",
-        "make every branch the same type.",
     )
