@@ -30,8 +30,8 @@ from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import truncated_selection
 from dalenius.plan.cost import split_equally
-from dalenius.plan.derive import Bounds
 from dalenius.plan.expr import Col, Expr
+from dalenius.plan.functions import Bounds
 from dalenius.plan.nodes import (
     AggCall,
     DPQuery,

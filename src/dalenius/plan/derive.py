@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dalenius.core.catalog import Key
-from dalenius.plan.evaluate import EvaluationError, evaluate
+from dalenius.plan.evaluate import evaluate
 from dalenius.plan.expr import (
     COMPARISONS,
     LOGICAL,
@@ -47,11 +47,21 @@ from dalenius.plan.expr import (
     Not,
     columns,
 )
+from dalenius.plan.functions import (
+    EMPTY,
+    FUNCTIONS,
+    NUMERIC,
+    Bounds,
+    Empty,
+    EvaluationError,
+    Fail,
+    Interval,
+    common_type,
+    union,
+)
 
 MAX_DOMAIN = 100_000
 """The largest public domain enumerated to derive the keys of a GROUP BY expression."""
-
-Bounds = tuple[Fraction, Fraction]
 
 
 @dataclass(frozen=True)
@@ -62,12 +72,6 @@ class FieldInfo:
     bounds: Bounds | None
     keys: tuple[Key, ...] | None
     nullable: bool
-
-
-Fail = Callable[[str, str], Exception]
-"""``fail(what, fix)``: the error a strict :func:`type_of` raises (the caller adds where and why)."""
-
-NUMERIC = frozenset({"int", "float"})
 
 
 def type_of(expr: Expr, fields: Mapping[str, FieldInfo], fail: Fail | None = None) -> str:  # noqa: C901, PLR0912  # one arm per expression node
@@ -123,7 +127,9 @@ def type_of(expr: Expr, fields: Mapping[str, FieldInfo], fail: Fail | None = Non
                 raise fail("unary minus needs a number.", "negate numeric columns only.")
             return ot
         case Func(name=name, args=args):
-            return _func_type(name, [t(a) for a in args], fail)
+            types = [t(a) for a in args]
+            spec = FUNCTIONS.get(name)
+            return spec.result(types, fail) if spec is not None else common_type(types, fail)
         case Case(whens=whens, default=default):
             results = []
             for cond, value in whens:
@@ -134,7 +140,7 @@ def type_of(expr: Expr, fields: Mapping[str, FieldInfo], fail: Fail | None = Non
                 results.append(t(value))
             if default is not None:
                 results.append(t(default))
-            return _common(results, fail)
+            return common_type(results, fail)
     raise AssertionError(f"unknown expression {expr!r}")
 
 
@@ -194,50 +200,13 @@ def _check_predicate(expr: Expr, t: Callable[[Expr], str], fail: Fail) -> None:
                 )
 
 
-def _func_type(name: str, types: list[str], fail: Fail | None) -> str:
-    if name in ("LOWER", "UPPER", "TRIM", "LENGTH"):
-        if fail is not None and types[0] not in ("str", "null"):
-            raise fail(f"{name} needs text.", f"apply {name} to a text column.")
-        return "int" if name == "LENGTH" else "str"
-    if name in ("ABS", "FLOOR", "CEIL", "ROUND"):
-        if fail is not None and any(x not in NUMERIC | {"null"} for x in types):
-            raise fail(f"{name} needs numbers.", f"apply {name} to a numeric column.")
-        return "int" if set(types) - {"null"} <= {"int"} else "float"
-    if name in ("YEAR", "MONTH", "DAY"):
-        if fail is not None and types[0] not in ("date", "null"):
-            raise fail(f"{name} needs a date.", f"apply {name} to a date column.")
-        return "int"
-    return _common(types, fail)
-
-
-def _common(types: list[str], fail: Fail | None) -> str:
-    concrete = {t for t in types if t != "null"}
-    if not concrete:
-        return "null"
-    if concrete <= NUMERIC:
-        return "float" if "float" in concrete else "int"
-    if len(concrete) > 1 and fail is not None:
-        raise fail(
-            f"values of different types are mixed: {sorted(concrete)}.",
-            "make every branch the same type.",
-        )
-    return min(concrete)
-
-
 def bounds_of(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | None:
     """Public bounds of a numeric expression, or ``None`` when they cannot be derived."""
     result = _bounds(expr, fields)
-    return None if result is _EMPTY else result  # type: ignore[return-value]
+    return None if isinstance(result, Empty) else result
 
 
-class _Empty:
-    """Marks an expression that is always NULL (contributes nothing to a sum)."""
-
-
-_EMPTY = _Empty()
-
-
-def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | None:  # noqa: C901, PLR0912  # one arm per expression node
+def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Interval:  # one arm per expression node
     match expr:
         case Col(name=name):
             info = fields[name]
@@ -245,7 +214,7 @@ def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | No
                 return Fraction(0), Fraction(1)
             return info.bounds
         case Lit(value=None):
-            return _EMPTY
+            return EMPTY
         case Lit(value=bool()):
             return None
         case Lit(value=int(v)) | Lit(value=float(v)):
@@ -257,44 +226,20 @@ def _bounds(expr: Expr, fields: Mapping[str, FieldInfo]) -> Bounds | _Empty | No
             a, b = _bounds(left, fields), _bounds(right, fields)
             if a is None or b is None:
                 return None
-            if isinstance(a, _Empty) or isinstance(b, _Empty):
-                return _EMPTY
+            if isinstance(a, Empty) or isinstance(b, Empty):
+                return EMPTY
             return _arith(op, a, b, type_of(expr, fields) == "int")
         case Neg(operand=o):
             a = _bounds(o, fields)
-            if a is None or isinstance(a, _Empty):
+            if a is None or isinstance(a, Empty):
                 return a
             return -a[1], -a[0]
-        case Func(name="ABS", args=(arg,)):
-            a = _bounds(arg, fields)
-            if a is None or isinstance(a, _Empty):
-                return a
-            lo, hi = a
-            if lo >= 0:
-                return lo, hi
-            if hi <= 0:
-                return -hi, -lo
-            return Fraction(0), max(-lo, hi)
-        case Func(name="LEAST" | "GREATEST" as name, args=args):
-            parts = [_bounds(x, fields) for x in args]
-            if any(p is None for p in parts):
-                return None
-            real = [p for p in parts if isinstance(p, tuple)]
-            if not real:
-                return _EMPTY
-            pick = min if name == "LEAST" else max
-            return pick(p[0] for p in real), pick(p[1] for p in real)
-        case Func(name="FLOOR" | "CEIL" | "ROUND", args=args):
-            a = _bounds(args[0], fields)
-            if a is None or isinstance(a, _Empty):
-                return a
-            return Fraction(math.floor(a[0])), Fraction(math.ceil(a[1]))
-        case Func(name="COALESCE", args=args):
-            return _union([_bounds(x, fields) for x in args])
+        case Func(name=name, args=args) if name in FUNCTIONS:
+            return FUNCTIONS[name].bounds([_bounds(a, fields) for a in args])
         case Case(whens=whens, default=default):
             parts = [_bounds(v, fields) for _, v in whens]
-            parts.append(_bounds(default, fields) if default is not None else _EMPTY)
-            return _union(parts)
+            parts.append(_bounds(default, fields) if default is not None else EMPTY)
+            return union(parts)
     return None
 
 
@@ -316,15 +261,6 @@ def per_unit_bounds(func: str, bounds: Bounds | None, rows: int) -> Bounds:
     if func == "sum":
         return rows * min(lo, Fraction(0)), rows * max(hi, Fraction(0))
     return lo, hi
-
-
-def _union(parts: list[Bounds | _Empty | None]) -> Bounds | _Empty | None:
-    if any(p is None for p in parts):
-        return None
-    real = [p for p in parts if isinstance(p, tuple)]
-    if not real:
-        return _EMPTY
-    return min(p[0] for p in real), max(p[1] for p in real)
 
 
 def _arith(op: str, a: Bounds, b: Bounds, integer: bool) -> Bounds | None:

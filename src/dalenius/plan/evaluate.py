@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from dalenius.plan.expr import (
     Between,
@@ -36,16 +35,9 @@ from dalenius.plan.expr import (
     Neg,
     Not,
 )
+from dalenius.plan.functions import FUNCTIONS, EvaluationError, Value, is_int
 
-Value = Any
-
-
-MAX_ROUND_DIGITS = 15
-"""ROUND keeps at most this many digits either side of the point (doubles hold no more)."""
-
-
-class EvaluationError(ValueError):
-    """An expression that cannot be evaluated on public values (for example a date function)."""
+__all__ = ["EvaluationError", "Value", "evaluate"]
 
 
 def evaluate(expr: Expr, env: Mapping[str, Value]) -> Value:  # noqa: C901, PLR0912  # one arm per expression node
@@ -146,7 +138,7 @@ def _binary(op: str, a: Value, b: Value) -> Value:  # noqa: C901  # one arm per 
     if op == "/":
         if b == 0:
             return None
-        if _is_int(a) and _is_int(b):
+        if is_int(a) and is_int(b):
             quotient = abs(a) // abs(b)
             return quotient if (a >= 0) == (b >= 0) else -quotient
         try:
@@ -156,17 +148,13 @@ def _binary(op: str, a: Value, b: Value) -> Value:  # noqa: C901  # one arm per 
     if op == "%":
         if b == 0:
             return None
-        if _is_int(a) and _is_int(b):
+        if is_int(a) and is_int(b):
             rest = abs(a) % abs(b)
             return rest if a >= 0 else -rest
         a, b = _saturated(a), _saturated(b)
         # fmod(±∞, b) and fmod(a, NaN) are NaN in SQL engines; Python raises instead.
         return math.fmod(a, b) if math.isfinite(a) and not math.isnan(b) else math.nan
     raise EvaluationError(f"unknown operator {op}")
-
-
-def _is_int(v: Value) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _saturated(v: Value) -> Value:
@@ -177,59 +165,11 @@ def _saturated(v: Value) -> Value:
         return math.inf if v > 0 else -math.inf
 
 
-def _finite(v: Value) -> bool:
-    """Whether ``v`` is a number a double holds (post-processing must not fail on any value)."""
-    try:
-        return math.isfinite(float(v))
-    except (OverflowError, TypeError, ValueError):
-        return False
-
-
 def _function(name: str, args: list[Value]) -> Value:
-    if name == "COALESCE":
-        return next((a for a in args if a is not None), None)
-    if any(a is None for a in args):
-        return None
-    if name == "LEAST":
-        return min(args)
-    if name == "GREATEST":
-        return max(args)
-    if name == "ABS":
-        return abs(args[0])
-    if name == "LOWER":
-        return str(args[0]).lower()
-    if name == "UPPER":
-        return str(args[0]).upper()
-    if name == "TRIM":
-        return str(args[0]).strip(" ")
-    if name == "LENGTH":
-        return len(str(args[0]))
-    if name in ("FLOOR", "CEIL") and not _finite(args[0]):
-        return args[0]  # ±∞ (a saturated value) and NaN are their own floor and ceiling
-    if name == "FLOOR":
-        return math.floor(args[0]) if not _is_int(args[0]) else args[0]
-    if name == "CEIL":
-        return math.ceil(args[0]) if not _is_int(args[0]) else args[0]
-    if name == "ROUND":
-        digits = int(args[1]) if len(args) > 1 else 0
-        return _round_half_away(args[0], digits)
-    raise EvaluationError(f"{name} cannot be evaluated on public values")
-
-
-def _round_half_away(x: Value, digits: int) -> Value:
-    digits = max(-MAX_ROUND_DIGITS, min(MAX_ROUND_DIGITS, digits))
-    if _is_int(x) and digits >= 0:
-        return x
-    if not _finite(x):
-        return x
-    scale = 10.0**digits
-    scaled = abs(float(x)) * scale
-    if not math.isfinite(scaled):
-        return float(x)  # a double this large has no digit after the point to round
-    rounded = math.floor(scaled + 0.5) / scale
-    return (
-        math.copysign(rounded, float(x)) if digits > 0 else float(math.copysign(rounded, float(x)))
-    )
+    spec = FUNCTIONS.get(name)
+    if spec is None:
+        raise EvaluationError(f"{name} cannot be evaluated on public values")
+    return spec(args)
 
 
 def _like(value: str, pattern: str, case_insensitive: bool) -> bool:

@@ -25,25 +25,6 @@ ARITHMETIC = ("+", "-", "*", "/", "%")
 LOGICAL = ("AND", "OR")
 BINARY_OPS = COMPARISONS + ARITHMETIC + LOGICAL + ("||",)
 
-FUNCTIONS: dict[str, tuple[int, int]] = {
-    # name: (min args, max args). Every one is deterministic and total on its domain.
-    "ABS": (1, 1),
-    "LOWER": (1, 1),
-    "UPPER": (1, 1),
-    "LENGTH": (1, 1),
-    "TRIM": (1, 1),
-    "COALESCE": (1, 16),
-    "LEAST": (2, 16),
-    "GREATEST": (2, 16),
-    "FLOOR": (1, 1),
-    "CEIL": (1, 1),
-    "ROUND": (1, 2),
-    "YEAR": (1, 1),
-    "MONTH": (1, 1),
-    "DAY": (1, 1),
-}
-"""Scalar functions allowed in row-level expressions, with their arity."""
-
 
 @dataclass(frozen=True)
 class Col:
@@ -150,7 +131,7 @@ class Like:
 
 @dataclass(frozen=True)
 class Func:
-    """A call of a whitelisted scalar function (see :data:`FUNCTIONS`)."""
+    """A call of a registered scalar function (see :data:`dalenius.plan.functions.FUNCTIONS`)."""
 
     name: str
     args: tuple[Expr, ...]

@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from dalenius.core.catalog import Key
 from dalenius.core.loss import ApproxDP, PureDP
-from dalenius.plan.derive import Bounds
 from dalenius.plan.expr import AggRef, Col, Expr, KeyRef, render
+from dalenius.plan.functions import Bounds
 
 # -- relations ----------------------------------------------------------------------------------
 

@@ -16,9 +16,7 @@ from sqlglot import exp
 
 from dalenius.core.errors import QueryError
 from dalenius.plan.derive import FieldInfo, type_of
-from dalenius.plan.evaluate import MAX_ROUND_DIGITS
 from dalenius.plan.expr import (
-    FUNCTIONS,
     Between,
     BinOp,
     Case,
@@ -32,6 +30,7 @@ from dalenius.plan.expr import (
     Neg,
     Not,
 )
+from dalenius.plan.functions import FUNCTIONS, MAX_ROUND_DIGITS
 from dalenius.sql.aggregates import NAMES, recognise
 
 ErrorFactory = Callable[..., QueryError]
@@ -46,21 +45,9 @@ AggregateHook = Callable[[exp.Expr, str], Expr]
 COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%", exp.IntDiv: "/"}
 FUNCS: dict[type[exp.Expr], str] = {
-    exp.Abs: "ABS",
-    exp.Lower: "LOWER",
-    exp.Upper: "UPPER",
-    exp.Length: "LENGTH",
-    exp.Trim: "TRIM",
-    exp.Coalesce: "COALESCE",
-    exp.Least: "LEAST",
-    exp.Greatest: "GREATEST",
-    exp.Floor: "FLOOR",
-    exp.Ceil: "CEIL",
-    exp.Round: "ROUND",
-    exp.Year: "YEAR",
-    exp.Month: "MONTH",
-    exp.Day: "DAY",
+    getattr(exp, spec.sqlglot): spec.name for spec in FUNCTIONS.values()
 }
+"""sqlglot's class of each registered function (:data:`dalenius.plan.functions.FUNCTIONS`)."""
 
 KNOWN_NAMES = tuple(sorted({*FUNCTIONS, *NAMES}))
 """Function names an analyst may write, scalar and aggregate (for "did you mean")."""
@@ -313,7 +300,7 @@ class Converter:
             raise self.error(
                 "TRIM takes one argument here.", node, clause=clause, fix="write TRIM(column)."
             )
-        low, high = FUNCTIONS[name]
+        low, high = FUNCTIONS[name].min_args, FUNCTIONS[name].max_args
         if not low <= len(raw) <= high:
             span = f"{low}" + (f" to {high}" if high != low else "")
             raise self.error(

@@ -49,6 +49,7 @@ from dalenius.plan.expr import (
     walk,
     with_children,
 )
+from dalenius.plan.functions import POST_FUNCTIONS
 from dalenius.plan.nodes import (
     AggCall,
     Field,
@@ -77,9 +78,6 @@ MAX_GROUP_CELLS = 100_000
 
 MAX_GROUPS_CONTRIBUTED = 1_000_000
 """Largest ``max_groups_contributed``: the noise grows with it, and past this it drowns any answer."""
-
-POST_FUNCTIONS = ("ROUND", "GREATEST", "LEAST", "ABS", "FLOOR", "CEIL", "COALESCE")
-"""Functions allowed around aggregates (post-processing of the noisy answers)."""
 
 
 @dataclass(frozen=True)

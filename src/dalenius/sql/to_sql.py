@@ -44,6 +44,7 @@ from dalenius.plan.expr import (
     Neg,
     Not,
 )
+from dalenius.plan.functions import FUNCTIONS
 from dalenius.plan.nodes import (
     AggCall,
     DPQuery,
@@ -82,16 +83,10 @@ _BINARY: dict[str, type[exp.Binary]] = {
 }
 
 _FUNCS: dict[str, type[exp.Func]] = {
-    "LOWER": exp.Lower,
-    "UPPER": exp.Upper,
-    "LENGTH": exp.Length,
-    "TRIM": exp.Trim,
-    "FLOOR": exp.Floor,
-    "CEIL": exp.Ceil,
-    "YEAR": exp.Year,
-    "MONTH": exp.Month,
-    "DAY": exp.Day,
+    spec.name: getattr(exp, spec.sqlglot) for spec in FUNCTIONS.values()
 }
+"""sqlglot's class of each registered function (:data:`dalenius.plan.functions.FUNCTIONS`),
+which writes it in each dialect; the cases of :meth:`Compiler.expression` add guards."""
 
 
 @dataclass(frozen=True)
@@ -722,12 +717,6 @@ class Compiler:
                     self.dialect,
                     floats=not self._is_int(args[0]),
                 )
-            case Func(name="COALESCE", args=args):
-                return exp.Coalesce(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
-            case Func(name="LEAST", args=args):
-                return exp.Least(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
-            case Func(name="GREATEST", args=args):
-                return exp.Greatest(this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
             case Func(name="FLOOR" | "CEIL" as name, args=args) if (
                 self.dialect == "spark" and not self._is_int(args[0])
             ):
@@ -739,6 +728,9 @@ class Compiler:
                     this=exp.Abs(this=operand.copy()), expression=_number(Fraction(2**52))
                 )
                 return exp.Case(ifs=[exp.If(this=small, true=floored)], default=operand)
+            case Func(name=name, args=args) if FUNCTIONS[name].max_args > 1:
+                # Variadic (COALESCE, LEAST, GREATEST): the first argument, then the rest.
+                return _FUNCS[name](this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
             case Func(name=name, args=args):
                 call: exp.Expr = _FUNCS[name](this=sub(args[0]))
                 return call

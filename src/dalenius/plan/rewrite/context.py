@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from dalenius.plan.derive import Bounds
+from dalenius.plan.functions import Bounds
 from dalenius.plan.nodes import Query
 
 

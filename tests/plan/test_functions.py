@@ -1,0 +1,92 @@
+"""The registry of scalar functions (dalenius.plan.functions): every entry is complete, and each
+consumer (binder, type checker, bounds, evaluation, SQL writer) reads it rather than a list of
+its own."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from sqlglot import exp, parse_one
+
+from dalenius.plan.derive import FieldInfo, bounds_of, type_of
+from dalenius.plan.evaluate import evaluate
+from dalenius.plan.expr import Col, Func, Lit
+from dalenius.plan.functions import DIALECTS, FUNCTIONS, POST_FUNCTIONS, FunctionSpec
+from dalenius.sql.expressions import FUNCS, KNOWN_NAMES
+from dalenius.sql.to_sql import Compiler
+
+SPECS = list(FUNCTIONS.values())
+
+FIELDS = {
+    "x": FieldInfo("float", (Fraction(-3, 2), Fraction(7, 2)), None, True),
+    "s": FieldInfo("str", None, None, True),
+    "d": FieldInfo("date", None, None, True),
+}
+
+DATE_PARTS = {"YEAR", "MONTH", "DAY"}
+TEXT = {"LOWER", "UPPER", "LENGTH", "TRIM"}
+
+
+def call(spec: FunctionSpec) -> Func:
+    """A call of ``spec`` with as many arguments as it needs, of the type it takes."""
+    arg = "d" if spec.name in DATE_PARTS else "s" if spec.name in TEXT else "x"
+    args = (Col(arg),) * max(spec.min_args, 2 if spec.max_args > 1 else 1)
+    if spec.name == "ROUND":
+        args = (Col("x"), Lit(1))
+    return Func(spec.name, args)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_every_entry_is_complete(spec: FunctionSpec) -> None:
+    assert FUNCTIONS[spec.name] is spec and spec.name.isupper()
+    assert 1 <= spec.min_args <= spec.max_args
+    assert callable(spec.result) and callable(spec.bounds)
+    assert spec.evaluate is not None or spec.name in DATE_PARTS
+    assert isinstance(getattr(exp, spec.sqlglot), type)
+    assert set(spec.spelling) == set(DIALECTS) == {"duckdb", "postgres", "spark"}
+    assert all(spec.spelling[d] for d in DIALECTS)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_each_engine_writes_the_registered_spelling(spec: FunctionSpec, dialect: str) -> None:
+    sql = Compiler(FIELDS, dialect).expression(call(spec)).sql(dialect=dialect)
+    assert spec.spelling[dialect] in sql, sql
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_the_binder_reads_each_function_as_written(spec: FunctionSpec) -> None:
+    args = ", ".join(["a"] * max(spec.min_args, 2 if spec.max_args > 1 else 1))
+    node = parse_one(f"SELECT {spec.name}({args})").expressions[0]
+    assert FUNCS[type(node)] == spec.name
+    assert spec.name in KNOWN_NAMES
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_type_bounds_and_value_come_from_the_entry(spec: FunctionSpec) -> None:
+    expr = call(spec)
+    strict = type_of(expr, FIELDS, lambda what, fix: AssertionError(what))
+    assert strict == type_of(expr, FIELDS) in ("int", "float", "str")
+    bounds = bounds_of(expr, FIELDS)
+    if strict == "str" or spec.name in DATE_PARTS | {"LENGTH"}:
+        assert bounds is None
+    else:
+        assert bounds is not None and bounds[0] <= bounds[1]
+        # The value at either end of x's bounds lies within the derived bounds.
+        for x in (-1.5, 3.5):
+            value = evaluate(expr, {"x": x})
+            assert bounds[0] <= Fraction(value) <= bounds[1]
+    assert evaluate(Func(spec.name, (Lit(None),) * len(expr.args)), {}) is None
+
+
+def test_post_processing_functions_are_the_entries_marked_post() -> None:
+    assert tuple(s.name for s in SPECS if s.post) == POST_FUNCTIONS
+    assert POST_FUNCTIONS == ("ROUND", "GREATEST", "LEAST", "ABS", "FLOOR", "CEIL", "COALESCE")
+
+
+def test_a_strict_type_refusal_names_the_function() -> None:
+    with pytest.raises(AssertionError, match="LOWER needs text"):
+        type_of(Func("LOWER", (Col("x"),)), FIELDS, lambda what, fix: AssertionError(what))
+    with pytest.raises(AssertionError, match="YEAR needs a date"):
+        type_of(Func("YEAR", (Col("s"),)), FIELDS, lambda what, fix: AssertionError(what))
