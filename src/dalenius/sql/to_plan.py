@@ -1,4 +1,8 @@
-"""Validate an analyst's query against the catalog and build its logical plan.
+"""The binder: validate an analyst's query against the catalog and build its logical plan.
+
+It resolves names, checks types and builds relations into a :class:`~dalenius.plan.nodes.Query`;
+what turns one plan into another is a rule of :mod:`dalenius.plan.rewrite`, which
+:func:`to_query` applies before returning (BigQuery's per-unit semantics among them).
 
 Everything here happens before any data is read, so every refusal is independent of the data and
 costs nothing; each names the clause, says why, and proposes a rewrite. What is accepted:
@@ -13,7 +17,8 @@ costs nothing; each names the clause, says why, and proposes a rewrite. What is 
 * Aggregates (see :data:`dalenius.sql.aggregates.SUPPORTED`) over expressions whose bounds can be
   derived, with post-processing around them (``ROUND(AVG(x), 1)``), ``HAVING``, ``ORDER BY``,
   ``LIMIT``/``OFFSET`` — all applied to the noisy answers.
-* BigQuery's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...)``, see :mod:`dalenius.sql.bigquery`.
+* BigQuery's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...)``, see :mod:`dalenius.sql.bigquery`
+  (the clause) and :mod:`dalenius.plan.rewrite.bigquery_per_unit` (its semantics).
 """
 
 from __future__ import annotations
