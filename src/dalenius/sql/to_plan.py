@@ -136,19 +136,10 @@ def to_query(sql: str, catalog: Catalog, dialect: str = DEFAULT_DIALECT) -> Reso
 
 
 @dataclass
-class _Unit:
-    kind: Literal["row", "id", "aggregated"]
-    field: str | None
-    max_rows: int
-    max_groups: int
-    description: str
-
-
-@dataclass
 class _Source:
     relation: Relation
     fields: list[Field]
-    unit: _Unit | None  # None: public
+    unit: UnitSpec | None  # None: public
     tables: list[Table] = field(default_factory=list)
 
     @property
@@ -214,7 +205,7 @@ class _Planner:
         if options.unit_column is not None:
             self.check_unit_option(source, options.unit_column)
         if options.max_groups is not None and source.unit is not None and source.unit.kind == "id":
-            source.unit.max_groups = options.max_groups
+            source.unit = replace(source.unit, max_groups=options.max_groups)
         if self.extracted.bounds and not self.extracted.enabled:
             raise self.error(
                 "contribution_bounds_per_group belongs to SELECT WITH DIFFERENTIAL_PRIVACY queries.",
@@ -407,7 +398,7 @@ class _Planner:
         unit = table.privacy_unit
         if isinstance(unit, IdUnit):
             unit_field = next(f.id for f in fields if f.unit)
-            spec = _Unit(
+            spec = UnitSpec(
                 "id",
                 unit_field,
                 unit.max_rows,
@@ -416,7 +407,7 @@ class _Planner:
                 f"in {_plural(unit.max_groups, 'group')} each)",
             )
         else:
-            spec = _Unit("row", None, 1, 1, f"each row of {table.name}")
+            spec = UnitSpec("row", None, 1, 1, f"each row of {table.name}")
         return _Source(relation, fields, spec, [table])
 
     def join(self, left: _Source, join: exp.Join, ctes: dict[str, exp.Select]) -> _Source:
@@ -817,7 +808,7 @@ class _Planner:
         relation: Relation = UnitAggregate(
             inner.relation, unit_id or "", tuple(out_fields), tuple(calls)
         )
-        unit = _Unit(
+        unit = UnitSpec(
             "aggregated",
             unit_field.id,
             1,
@@ -859,11 +850,9 @@ class _Planner:
                 fix=f"select an aggregate: {aggregates.SUPPORTED}.",
                 privacy=True,
             )
-        unit = source.unit
-        spec = UnitSpec(unit.kind, unit.field, unit.max_rows, unit.max_groups, unit.description)
         return Query(
             relation=source.relation,
-            unit=spec,
+            unit=source.unit,
             group_by=tuple(state.keys),
             aggregates=tuple(state.aggs),
             outputs=tuple(state.outputs),
