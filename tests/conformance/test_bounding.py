@@ -15,6 +15,7 @@ import pytest
 from tests.support.exact import exact_units_for
 
 from dalenius.engine.session import Session
+from dalenius.sql import to_sql
 
 QUERIES = [
     "SELECT day, COUNT(*), SUM(amount) FROM visits GROUP BY day",
@@ -76,9 +77,17 @@ def _canonical(rows: list[tuple[object, ...]]) -> list[str]:
 
 
 def _every_unit_ranked(sql: str) -> str:
-    """The statement with every unit treated as over its caps: every row is ranked."""
-    assert sql.count("HAVING NOT ") == 1, sql
-    return sql.replace("HAVING NOT ", "HAVING 1 = 1 OR NOT ")
+    """The statement with every unit treated as over its caps: every row is ranked.
+
+    Rows bounded as rows (:func:`dalenius.sql.to_sql.bounded`) name the units over their caps in
+    a ``HAVING NOT``; a statement aggregating each unit once
+    (:func:`dalenius.sql.to_sql.bounded_aggregate`) marks them ``__over_caps``.
+    """
+    if "HAVING NOT " in sql:
+        assert sql.count("HAVING NOT ") == 1, sql
+        return sql.replace("HAVING NOT ", "HAVING 1 = 1 OR NOT ")
+    assert sql.count(" AS __over_caps") == 1, sql
+    return sql.replace(" AS __over_caps", " OR TRUE AS __over_caps")
 
 
 @pytest.mark.parametrize(("engine", "repeats"), ENGINES)
@@ -111,3 +120,57 @@ def test_ranking_only_units_over_their_caps_keeps_the_rows_ranking_every_unit_ke
         )
         over = int(units[0][0])
     assert over > 50  # the data does exercise the ranked path
+
+
+PER_UNIT_QUERIES = [
+    *MIXED_QUERIES,
+    ("SELECT COUNT(*), SUM(amount) FROM mixed WHERE amount > 1000", None),
+    ("SELECT day, flag, code, COUNT(*), AVG(amount) FROM mixed GROUP BY day, flag, code", 1e-6),
+    ("SELECT 'all' AS k, day, COUNT(*) FROM mixed GROUP BY 1, day", None),
+]
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param("duckdb", id="duckdb"),
+        pytest.param("postgres", marks=pytest.mark.postgres, id="postgres"),
+    ],
+)
+def test_aggregating_each_unit_once_answers_as_bounding_the_rows_does(
+    engine: str,
+    sessions_on: Callable[[str], dict[str, Session]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The main statement that aggregates each unit once gives the answers, bit for bit, of the
+    statement that aggregates the bounded rows (:func:`dalenius.sql.to_sql.bounded`), for the
+    same hash key: units within their caps in one group or several, over either cap, NULL,
+    boolean and text keys with and without a public list, a constant key, and no row at all."""
+    session = sessions_on(engine)["mixed"]
+    for table in session.catalog.tables:
+        session.executor.prepare(table)
+    dialect = session.executor.dialect
+    for sql, delta in PER_UNIT_QUERIES:
+        plan = session.prepare(sql, 1, delta).plan
+        for salt in (17, 1_000_020):
+            per_unit = to_sql.exact_queries(plan, dialect, salt=salt).main
+            with monkeypatch.context() as patch:
+                patch.setattr(to_sql, "bounded_aggregate", lambda *a, **k: None)
+                rows = to_sql.exact_queries(plan, dialect, salt=salt).main
+            # COUNT(DISTINCT x) does not add up over units: the rows are bounded instead.
+            counts_distinct = any(m.kind == "count_distinct" for m in plan.measurements)
+            assert ("__over_caps" in per_unit) is not counts_distinct, per_unit
+            assert "__over_caps" not in rows
+            ours = _canonical(session.executor.fetch(per_unit))
+            assert ours == _canonical(session.executor.fetch(rows)), (engine, sql)
+
+
+def test_spark_still_ranks_every_row_in_one_read(
+    sessions_on: Callable[[str], dict[str, Session]],
+) -> None:
+    """Spark may evaluate a CTE once per reference: the per-unit statement is not used there."""
+    session = sessions_on("duckdb")["mixed"]
+    plan = session.prepare(MIXED_QUERIES[1][0], 1).plan
+    spark = to_sql.exact_queries(plan, "spark", salt=3).main
+    assert "__over_caps" not in spark
+    assert "WITH" not in spark

@@ -22,9 +22,10 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 
 from sqlglot import exp
 
@@ -49,6 +50,7 @@ from dalenius.plan.nodes import (
     AggCall,
     DPQuery,
     Filter,
+    GroupKey,
     Join,
     Measurement,
     Project,
@@ -124,6 +126,12 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             conditions.append(
                 exp.In(this=sql_key.copy(), expressions=[_key_literal(v) for v in key.keys])
             )
+    scalars = [m for m in plan.measurements if m.kind != "histogram"]
+    # Only selections (quantiles): the main query still lists the groups present.
+    measures = [(m.name, compiler.measurement(m)) for m in scalars] or [
+        ("__rows", exp.Count(this=exp.Star()))
+    ]
+    aggregated: str | None = None
     bounding = plan.bounding
     if bounding.enforced:
         # Rank rows by a hash of the fields the measurements and keys read, not of every field:
@@ -142,6 +150,26 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             dialect=dialect,
             salt=salt,
             conditions=conditions,
+        )
+        aggregated = bounded_aggregate(
+            relation,
+            unit=bounding.unit or "",
+            row_fields=read or [bounding.unit or ""],
+            keys=keys,
+            group_keys=list(query.group_by),
+            measures=measures,
+            max_rows=bounding.max_rows,
+            rank=partial(
+                _ranked,
+                unit_col=_col(bounding.unit or ""),
+                row_fields=read or [bounding.unit or ""],
+                keys=keys,
+                max_rows=bounding.max_rows,
+                max_groups=bounding.max_groups,
+                dialect=dialect,
+                salt=salt,
+            ),
+            dialect=dialect,
         )
         conditions = []
     else:
@@ -173,12 +201,7 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             text += " GROUP BY " + ", ".join(group)
         return text
 
-    scalars = [m for m in plan.measurements if m.kind != "histogram"]
-    columns = [exp.alias_(compiler.measurement(m), m.name) for m in scalars]
-    if not columns:
-        # Only selections (quantiles): the main query still lists the groups present.
-        columns = [exp.alias_(exp.Count(this=exp.Star()), "__rows")]
-    main = grouped(columns, [], [])
+    main = aggregated or grouped([exp.alias_(e, name) for name, e in measures], [], [])
     histograms = []
     for m in plan.measurements:
         if m.kind != "histogram":
@@ -258,33 +281,14 @@ def bounded(
         # read sees the same rows; it also sorts for the window functions whatever is ranked
         # (both ways took the same time). So Spark ranks every row, reading the data once.
         return "", f"({ranked(rows)}) AS __rows"
-    n_rows = exp.Count(this=exp.Star())
-    within: list[exp.Expr] = [exp.LTE(this=n_rows, expression=exp.Literal.number(max_rows))]
-    for key, kind in zip(keys, key_types, strict=True):
-        # MIN and MAX compare a key exactly (a hash could collide); booleans, which PostgreSQL
-        # cannot MIN, as 0 and 1. A key is constant in a unit if all its values are equal and
-        # none is NULL, or all are NULL.
-        value: exp.Expr = key.copy()
-        if kind == "bool":
-            value = exp.Case(
-                ifs=[
-                    exp.If(this=key.copy(), true=exp.Literal.number(1)),
-                    exp.If(
-                        this=exp.Not(this=exp.Paren(this=key.copy())), true=exp.Literal.number(0)
-                    ),
-                ]
-            )
-        present = exp.Count(this=value.copy())
-        same = exp.and_(
-            exp.EQ(this=exp.Min(this=value.copy()), expression=exp.Max(this=value.copy())),
-            exp.EQ(this=present, expression=n_rows.copy()),
-        )
-        within.append(exp.or_(same, exp.EQ(this=present.copy(), expression=exp.Literal.number(0))))
+    within = _within_caps(
+        [_compared(k, kind) for k, kind in zip(keys, key_types, strict=True)], max_rows
+    )
     over = (
         exp.select(exp.alias_(unit_col.copy(), "__unit"))
         .from_(exp.to_table("__input"))
         .group_by(unit_col.copy())
-        .having(exp.not_(exp.and_(*within)))
+        .having(exp.not_(within))
     )
     # The caps hold only if every reference to __input sees the same rows. DuckDB materialises
     # it (read once). PostgreSQL reads the table again for each reference — cheaper than
@@ -305,6 +309,254 @@ def bounded(
         .join("__over AS __o", on=f"__o.__unit = __s.{unit_sql}", dialect=dialect)
     )
     return prefix, f"({within_caps} UNION ALL {ranked(over_rows)}) AS __rows"
+
+
+def bounded_aggregate(
+    relation: exp.Select,
+    *,
+    unit: str,
+    row_fields: list[str],
+    keys: list[exp.Expr],
+    group_keys: list[GroupKey],
+    measures: list[tuple[str, exp.Expr]],
+    max_rows: int,
+    rank: Callable[[exp.Select], exp.Select],
+    dialect: str,
+) -> str | None:
+    """The main statement of a bounded query, aggregating each unit once; ``None`` if it cannot.
+
+    :func:`bounded` returns the kept *rows*: it materialises the input (so that every read sees
+    the same rows) and joins every row twice against the units over their caps. Here, one hash
+    aggregation per unit computes both whether the unit is within its caps and its part of every
+    measurement (:func:`_partials`), so a unit within its caps — most of them — is never looked at
+    again: its parts are summed per group. Only the units over their caps are read again, ranked
+    by ``rank`` (:func:`_ranked` with the caps and hash key of :func:`bounded`) and aggregated per
+    group. A unit
+    is within its caps exactly as in :func:`bounded`, so the kept rows, and the exact answers, are
+    the same. Each unit's contribution comes from one read: the per-unit aggregate (evaluated once,
+    ``MATERIALIZED``) or its ranked rows, which hold the caps whatever a later read returns — so
+    the input need not be materialised.
+
+    A text key with a public list is compared (MIN = MAX) through its position in the list, found
+    by a join with the list (which also drops the rows outside it): comparing integers instead of
+    strings made the whole statement about 1.6 times faster in DuckDB. The position is mapped back
+    to the key after the last aggregation.
+
+    Not for Spark, which may evaluate a CTE once per reference (see :func:`bounded`).
+    """
+    split = _partials([m for _, m in measures])
+    if split is None or dialect == "spark":
+        return None
+    parts, totals = split
+    unit_col = _col(unit)
+    rows, lists = _unit_rows(relation, unit, row_fields, keys, group_keys, dialect)
+    listed = list(lists)
+    # What each key is grouped by: the key, or its position in its public list. Constant keys
+    # (GROUP BY 'all') are one group for every unit, and selected only at the end.
+    grouped = [
+        (i, exp.column(f"__i{i}") if i in listed else key)
+        for i, key in enumerate(keys)
+        if key.find(exp.Column) is not None
+    ]
+    compared = {i: _compared(by, "int" if i in listed else group_keys[i].type) for i, by in grouped}
+    # Positions in a list are never NULL (the join drops NULL keys): they are compared first.
+    checks = [compared[i] for i, _ in grouped if i in listed]
+    checks += [compared[i] for i, _ in grouped if i not in listed]
+    unit_sql = unit_col.sql(dialect=dialect)
+    part_sql = [p.sql(dialect=dialect) for p in parts]
+    units = [
+        f"{unit_sql} AS __u",
+        f"{exp.not_(_within_caps(checks, max_rows, len(listed))).sql(dialect=dialect)}"
+        " AS __over_caps",
+        *(f"MIN({compared[i].sql(dialect=dialect)}) AS __lo{i}" for i, _ in grouped),
+        *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
+    ]
+
+    def value(i: int) -> str:
+        # A boolean key was compared as 0/1: its value is whether the minimum is 1.
+        return f"(__lo{i} = 1)" if i not in listed and group_keys[i].type == "bool" else f"__lo{i}"
+
+    gs = [f"__g{i}" for i, _ in grouped]
+    ps = [f"__p{j}" for j in range(len(parts))]
+    marked = ", ".join(
+        [
+            "CASE WHEN __over_caps THEN __u END AS __ou",
+            *(f"CASE WHEN __over_caps THEN NULL ELSE {value(i)} END AS __g{i}" for i, _ in grouped),
+            *ps,
+        ]
+    )
+    by_group = ", ".join(["__ou", *gs])
+    summed = ", ".join(f"SUM({p}) AS {p}" for p in ps)
+    hint = "NOT MATERIALIZED "
+    prefix = (
+        f"WITH __input AS {hint}({rows}), "
+        f"__units AS {hint}(SELECT {', '.join(units)} FROM __input GROUP BY {unit_sql}), "
+        f"__split AS MATERIALIZED (SELECT {by_group}, {summed} FROM (SELECT {marked} FROM __units)"
+        f" AS __w GROUP BY {by_group}) "
+    )
+    over_rows = (
+        exp.select("__s.*")
+        .from_("__input AS __s")
+        .where(
+            f"__s.{unit_sql} IN (SELECT __ou FROM __split WHERE NOT __ou IS NULL)", dialect=dialect
+        )
+    )
+    capped = rank(over_rows)
+    by_sql = [by.sql(dialect=dialect) for _, by in grouped]
+    ranked_part = ", ".join(
+        [
+            *(f"{b} AS __g{i}" for b, (i, _) in zip(by_sql, grouped, strict=True)),
+            *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
+        ]
+    )
+    ranked_sql = f"SELECT {ranked_part} FROM ({capped.sql(dialect=dialect)}) AS __b"
+    if by_sql:
+        ranked_sql += " GROUP BY " + ", ".join(by_sql)
+    within_part = f"SELECT {', '.join([*gs, *ps])} FROM __split WHERE __ou IS NULL"
+    total_sql = [
+        f"{t.sql(dialect=dialect)} AS {_quoted(name)}"
+        for (name, _), t in zip(measures, totals, strict=True)
+    ]
+    body = f"SELECT {', '.join([*gs, *total_sql])} FROM ({within_part} UNION ALL {ranked_sql}) AS __parts"
+    if gs:
+        body += " GROUP BY " + ", ".join(gs)
+    outputs = []
+    for i, key in enumerate(keys):
+        if i in listed:
+            outputs.append(f"__kv{i}.__v AS __k{i}")
+        elif key.find(exp.Column) is None:
+            outputs.append(f"{key.sql(dialect=dialect)} AS __k{i}")
+        else:
+            outputs.append(f"__t.__g{i} AS __k{i}")
+    outputs += [f"__t.{_quoted(name)}" for name, _ in measures]
+    back = "".join(f" JOIN {lists[i]} ON __t.__g{i} = __kv{i}.__i" for i in listed)
+    return f"{prefix}SELECT {', '.join(outputs)} FROM ({body}) AS __t{back}"
+
+
+def _unit_rows(
+    relation: exp.Select,
+    unit: str,
+    row_fields: list[str],
+    keys: list[exp.Expr],
+    group_keys: list[GroupKey],
+    dialect: str,
+) -> tuple[str, dict[int, str]]:
+    """The rows a bounded query reads, and the public lists joined to them, by key index.
+
+    Rows with a NULL unit, or a key outside its public list, are left out before any unit is
+    bounded (they would use up its quota). A text key with a public list gets its position in
+    the list as column ``__i<index>``, from a join with the list that also does the filtering.
+    """
+    listed = [
+        i
+        for i, (k, g) in enumerate(zip(keys, group_keys, strict=True))
+        if g.keys and g.type == "str" and k.find(exp.Column) is not None
+    ]
+    lists = {i: _values_list(group_keys[i].keys or (), f"__kv{i}", dialect) for i in listed}
+    where: list[exp.Expr] = [exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null()))]
+    for i, (key, group) in enumerate(zip(keys, group_keys, strict=True)):
+        if group.keys is not None and i not in listed:
+            where.append(exp.In(this=key.copy(), expressions=[_key_literal(v) for v in group.keys]))
+    needed = [unit, *(f for f in row_fields if f != unit)]
+    columns = [_col(f).sql(dialect=dialect) for f in needed]
+    columns += [f"__kv{i}.__i AS __i{i}" for i in listed]
+    joins = "".join(
+        f" JOIN {lists[i]} ON {keys[i].sql(dialect=dialect)} = __kv{i}.__v" for i in listed
+    )
+    rows = (
+        f"SELECT {', '.join(columns)} FROM ({relation.sql(dialect=dialect)}) AS __in{joins}"
+        f" WHERE {exp.and_(*where).sql(dialect=dialect)}"
+    )
+    return rows, lists
+
+
+def _values_list(keys: tuple[Key, ...], name: str, dialect: str) -> str:
+    """A public key list as a relation ``name(__v, __i)``: each key and its position.
+
+    Each key appears once, whatever the list: a key listed twice would join each of its rows
+    twice.
+
+    Example:
+        >>> _values_list(("a", "b", "a"), "__kv0", "duckdb")
+        "(VALUES ('a', 0), ('b', 1)) AS __kv0(__v, __i)"
+    """
+    unique = dict.fromkeys(keys)
+    rows = ", ".join(f"({_key_literal(v).sql(dialect=dialect)}, {i})" for i, v in enumerate(unique))
+    return f"(VALUES {rows}) AS {name}(__v, __i)"
+
+
+def _compared(key: exp.Expr, kind: str) -> exp.Expr:
+    """The value whose MIN and MAX over a unit's rows tell whether ``key`` is constant there.
+
+    MIN and MAX compare a key exactly (a hash could collide); booleans, which PostgreSQL cannot
+    MIN, as 0 and 1.
+    """
+    if kind != "bool":
+        return key.copy()
+    return exp.Case(
+        ifs=[
+            exp.If(this=key.copy(), true=exp.Literal.number(1)),
+            exp.If(this=exp.Not(this=exp.Paren(this=key.copy())), true=exp.Literal.number(0)),
+        ]
+    )
+
+
+def _within_caps(values: list[exp.Expr], max_rows: int, never_null: int = 0) -> exp.Expr:
+    """Whether a unit (one GROUP BY unit) is within its caps: one group and at most ``max_rows`` rows.
+
+    A key is constant in a unit if all its values are equal and none is NULL, or all are NULL;
+    the first ``never_null`` values cannot be NULL, so MIN = MAX suffices for them. Never NULL:
+    the last comparison of each key is TRUE when all its values are NULL.
+    """
+    n_rows = exp.Count(this=exp.Star())
+    within: list[exp.Expr] = [exp.LTE(this=n_rows, expression=exp.Literal.number(max_rows))]
+    for i, value in enumerate(values):
+        same: exp.Expr = exp.EQ(
+            this=exp.Min(this=value.copy()), expression=exp.Max(this=value.copy())
+        )
+        if i < never_null:
+            within.append(same)
+            continue
+        present = exp.Count(this=value.copy())
+        same = exp.and_(same, exp.EQ(this=present, expression=n_rows.copy()))
+        within.append(exp.or_(same, exp.EQ(this=present.copy(), expression=exp.Literal.number(0))))
+    return exp.and_(*within)
+
+
+def _partials(measures: list[exp.Expr]) -> tuple[list[exp.Expr], list[exp.Expr]] | None:
+    """Split aggregates into per-part aggregates and their totals, or ``None`` if one cannot be.
+
+    Every measurement is a linear combination of integer ``SUM`` and ``COUNT`` aggregates (the
+    values are in grid units), so it can be computed per part — per unit, per group of ranked
+    rows — and the parts summed, exactly, with the same result as aggregating the rows at once.
+    Returns the part aggregates (column ``__p<i>`` is the i-th) and each measure rewritten over
+    them. ``COUNT(DISTINCT x)`` does not add up over parts: ``None``.
+    """
+    parts: list[exp.Expr] = []
+
+    def total(node: exp.Expr) -> exp.Expr:
+        if not isinstance(node, exp.Sum | exp.Count):
+            return node
+        column = exp.column(f"__p{len(parts)}")
+        parts.append(node.copy())
+        summed: exp.Expr = exp.Sum(this=column)
+        if isinstance(node, exp.Count):
+            # A count is a BIGINT, and 0 (not NULL) when no row is left.
+            summed = exp.cast(
+                exp.Coalesce(this=summed, expressions=[exp.Literal.number(0)]),
+                exp.DataType.Type.BIGINT,
+            )
+        return summed
+
+    totals = []
+    for measure in measures:
+        for node in measure.find_all(exp.AggFunc):
+            if not isinstance(node, exp.Sum | exp.Count) or node.find(exp.Distinct) is not None:
+                return None
+            if any(inner is not node for inner in node.find_all(exp.AggFunc)):
+                return None
+        totals.append(measure.copy().transform(total))
+    return parts, totals
 
 
 def _ranked(
