@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check values, never time: Hypothesis's per-example deadline (200 ms) only makes
+# them fail on a loaded machine. Tests that set their own settings keep them.
+settings.register_profile("dalenius", deadline=None)
+settings.load_profile("dalenius")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
