@@ -53,7 +53,7 @@ from dalenius.engine import session as session_module
 from dalenius.engine.session import Session, connect
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
-from dalenius.ledger.base import Ledger, open_ledger
+from dalenius.ledger import Ledger, open_ledger
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 PG_SCHEMA = "dalenius_bench"

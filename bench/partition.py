@@ -47,7 +47,7 @@ from dalenius.core.loss import ApproxDP
 from dalenius.datasets.census import write_benchmark
 from dalenius.engine.session import connect
 from dalenius.executors.factory import executor_for
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 from dalenius.mechanisms.laplace import discrete_laplace
 from dalenius.mechanisms.partition_selection import laplace_threshold, truncated_selection
 

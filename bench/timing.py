@@ -63,7 +63,7 @@ from dalenius.engine.calibrate import calibrate
 from dalenius.engine.session import Prepared, Session
 from dalenius.engine.timing import plan_class
 from dalenius.executors.duckdb import CONSTANT_TIME_DISABLED_OPTIMIZERS, DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 BINS = 20
 EVENT_BINS = 40

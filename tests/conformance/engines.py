@@ -19,7 +19,7 @@ import pytest
 from dalenius.core.catalog import Catalog, Source
 from dalenius.engine.session import Session
 from dalenius.executors.base import Executor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 ENGINES = ("duckdb", "postgres", "spark")
 POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"

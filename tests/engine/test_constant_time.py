@@ -35,7 +35,7 @@ from dalenius.engine.calibrate import calibrate, class_queries
 from dalenius.engine.session import Session
 from dalenius.engine.timing import plan_class
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 CATALOG = """
 [dataset]

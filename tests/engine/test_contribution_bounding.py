@@ -17,7 +17,7 @@ from tests.support.exact import exact_units_for
 from dalenius.core.catalog import load_catalog
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 CATALOG = """
 [dataset]

@@ -23,7 +23,7 @@ import dalenius
 from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 pl = pytest.importorskip("polars")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from dalenius.engine import session as session_module
 from dalenius.engine.session import Session
 from dalenius.executors.base import Row
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import ChargeRequest, Reservation, open_ledger
 from dalenius.ledger.sqlite import SqliteLedger
 
 EPS = Fraction(1, 10)
@@ -168,21 +169,81 @@ def test_budget_refusal_and_failing_reserve_cost_nothing(
     assert spent(session) == 0 and executor.private_calls == 0
 
 
-def test_a_gate_that_cannot_record_returns_the_reservation(
+def _block_gate_records(ledger_path: str) -> None:
+    """Make the ledger's file refuse the data gate's audit line (as a full disk would)."""
+    with sqlite3.connect(ledger_path) as con:
+        con.execute(
+            "CREATE TRIGGER no_gate BEFORE INSERT ON dalenius_audit WHEN NEW.outcome = 'charged' "
+            "BEGIN SELECT RAISE(ABORT, 'ledger unreachable'); END"
+        )
+
+
+def test_a_gate_that_cannot_record_leaves_nothing_reserved(
+    spied: tuple[Session, SpyExecutor],
+) -> None:
+    # A query reserves and passes the gate in one transaction: if the gate's record cannot be
+    # written, the reservation is not written either, and the engine is never called.
+    session, executor = spied
+    _block_gate_records(executor.ledger_path)
+    with pytest.raises(sqlite3.IntegrityError, match="ledger unreachable"):
+        session.query(COUNT, epsilon=EPS)
+    assert session.ledger.entries() == []
+    assert spent(session) == 0 and executor.private_calls == 0
+
+
+def test_a_gate_record_that_landed_before_an_error_stays_charged(
     spied: tuple[Session, SpyExecutor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session, executor = spied
+    reserve = session.ledger.reserve
+
+    def reserve_then_fail(request: Any, **options: Any) -> Any:
+        reserve(request, **options)
+        raise OSError("connection lost after the commit")
+
+    monkeypatch.setattr(session.ledger, "reserve", reserve_then_fail)
+    with pytest.raises(OSError, match="connection lost"):
+        session.query(COUNT, epsilon=EPS)
+    assert [e.status for e in session.ledger.entries()] == ["charged"]
+    assert spent(session) == EPS and executor.private_calls == 0
+    # Its process never learnt of it: recover keeps it charged (lost), never returns it.
+    recovery = session.ledger.recover(older_than=timedelta(0))
+    assert recovery.returned == () and len(recovery.lost) == 1
+    assert spent(session) == EPS
+
+
+def _pending(session: Session) -> Reservation:
+    """A reservation that has not passed the gate (as a reserved release holds one)."""
+    request = ChargeRequest(
+        principal=session.analyst,
+        dataset=session.dataset,
+        loss=PureDP(EPS),
+        request_key="release-1",
+        sql="DENSITY(x) FROM t",
+        plan_hash="h",
+    )
+    outcome = session.ledger.reserve(request)
+    assert isinstance(outcome, Reservation) and not outcome.charged
+    return outcome
+
+
+def test_a_gate_that_cannot_charge_a_pending_reservation_returns_it(
+    spied: tuple[Session, SpyExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, executor = spied
+    reservation = _pending(session)
     monkeypatch.setattr(session.ledger, "charge", _raiser(OSError("ledger unreachable")))
     with pytest.raises(OSError, match="ledger unreachable"):
-        session.query(COUNT, epsilon=EPS)
+        session.through_gate(reservation, session.catalog.tables, lambda fetch: fetch(COUNT))
     assert [e.status for e in session.ledger.entries()] == ["rolled_back"]
     assert spent(session) == 0 and executor.private_calls == 0
 
 
-def test_a_gate_record_that_landed_before_an_error_is_charged(
+def test_a_pending_charge_that_landed_before_an_error_is_charged(
     spied: tuple[Session, SpyExecutor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session, executor = spied
+    reservation = _pending(session)
     charge = session.ledger.charge
 
     def charge_then_fail(reservation: Any) -> None:
@@ -191,9 +252,71 @@ def test_a_gate_record_that_landed_before_an_error_is_charged(
 
     monkeypatch.setattr(session.ledger, "charge", charge_then_fail)
     with pytest.raises(EvaluationFailed):
-        session.query(COUNT, epsilon=EPS)
+        session.through_gate(reservation, session.catalog.tables, lambda fetch: fetch(COUNT))
     assert [e.status for e in session.ledger.entries()] == ["failed"]
     assert spent(session) == EPS and executor.private_calls == 0
+
+
+# -- the ledger's work per query: counted, not timed ----------------------------------------------
+
+
+def _transactions(statements: list[str]) -> list[list[str]]:
+    """The traced statements' kinds, grouped by transaction (each from its BEGIN to its COMMIT)."""
+    groups: list[list[str]] = []
+    for text in statements:
+        kind = "BEGIN IMMEDIATE" if text.startswith("BEGIN IMMEDIATE") else text.split()[0]
+        if kind.startswith("BEGIN"):
+            groups.append([])
+        groups[-1].append(kind)
+    return groups
+
+
+def test_a_query_is_one_ledger_transaction_before_the_engine_and_one_after(
+    spied: tuple[Session, SpyExecutor],
+) -> None:
+    session, executor = spied
+    ledger = session.ledger
+    assert isinstance(ledger, SqliteLedger)
+    session.query(COUNT, epsilon=EPS)  # plans cached, as for any repeated query shape
+    traced: list[str] = []
+    order: list[str] = []
+    fetch = executor.fetch
+
+    def fetch_after_counting(sql: str) -> list[Row]:
+        order.append(f"engine after {sum(t.startswith('COMMIT') for t in traced)} commits")
+        return fetch(sql)
+
+    executor.fetch = fetch_after_counting  # type: ignore[method-assign]
+    ledger.trace(traced.append)
+    try:
+        result = session.query("SELECT COUNT(*) FROM t WHERE x >= 5", epsilon=EPS)
+    finally:
+        ledger.trace(None)
+    # Reserve and gate: one synced write; commit: another; no read transaction besides.
+    reserve, commit = _transactions(traced)
+    assert reserve == [
+        "BEGIN IMMEDIATE",
+        "SELECT",
+        "SELECT",
+        "SELECT",
+        "SELECT",
+        "INSERT",
+        "INSERT",
+        "COMMIT",
+    ]
+    assert commit == ["BEGIN IMMEDIATE", "SELECT", "UPDATE", "INSERT", "COMMIT"]
+    assert order == ["engine after 1 commits"]  # the engine ran between the two
+    assert result.remaining == session.remaining() == PureDP(Fraction(10) - 2 * EPS)
+    assert [a.outcome for a in ledger.audit()][-3:] == ["reserved", "charged", "answered"]
+    # An identical request is answered from the record: one transaction, no engine call.
+    traced.clear()
+    ledger.trace(traced.append)
+    try:
+        assert session.query("SELECT COUNT(*) FROM t WHERE x >= 5", epsilon=EPS).cached
+    finally:
+        ledger.trace(None)
+    assert [t[0] for t in _transactions(traced)] == ["BEGIN IMMEDIATE", "BEGIN"]
+    assert order == ["engine after 1 commits"]
 
 
 # -- faults after the gate: exactly the reservation is charged, one fixed outcome ----------------
@@ -297,8 +420,6 @@ def test_a_returned_reservation_can_never_pass_the_gate(catalog: Catalog) -> Non
     ledger.set_budget("analyst", "gated", PureDP(Fraction(1)))
     with Session(catalog, ledger=ledger, executor=DuckDBExecutor(catalog)) as session:
         prepared = session.prepare(COUNT, EPS)
-        from dalenius.ledger.base import ChargeRequest, Reservation
-
         outcome = ledger.reserve(
             ChargeRequest("analyst", "gated", prepared.plan.loss, "k", COUNT, "h")
         )

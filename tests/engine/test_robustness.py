@@ -16,7 +16,7 @@ from dalenius.core.loss import PureDP
 from dalenius.engine.release import EXACT_LIMIT, _norm, exact_values
 from dalenius.engine.session import Session, connect
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 
 def session(tmp_path: Path, csv: str, columns: str, *, budget: int | None = None) -> Session:

@@ -23,7 +23,7 @@ from dalenius.core.loss import PureDP
 from dalenius.engine.session import Session, connect
 from dalenius.executors.base import Executor, Row
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import Ledger, open_ledger
+from dalenius.ledger import Ledger, open_ledger
 
 
 @pytest.fixture(scope="module")

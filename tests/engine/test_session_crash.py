@@ -24,7 +24,7 @@ import pytest
 
 from dalenius.core.loss import PureDP
 from dalenius.core.rng import system_random
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 CHILD = Path(__file__).with_name("crash_session_child.py")
 TRIALS = 200

@@ -20,7 +20,7 @@ from psycopg import sql as pgsql
 from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.loss import PureDP
 from dalenius.engine.session import Session, connect
-from dalenius.ledger.base import Ledger, open_ledger
+from dalenius.ledger import Ledger, open_ledger
 from dalenius.ledger.postgres import PostgresLedger
 
 PG_URL = os.environ.get("DALENIUS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

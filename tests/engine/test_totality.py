@@ -30,7 +30,7 @@ from tests.engine.totality import (
 from dalenius.core.catalog import load_catalog
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 ALL_QUERIES = QUERIES + PRIVATE_QUERIES
 

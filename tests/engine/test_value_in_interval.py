@@ -23,7 +23,7 @@ from dalenius.core.loss import PureDP
 from dalenius.engine.release import sign_range
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

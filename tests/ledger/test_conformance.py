@@ -233,6 +233,42 @@ def test_nothing_moves_from_charged_back_to_returned(ledger: Ledger, charge: Cha
     assert ledger.verify() == []
 
 
+def test_reserve_and_gate_in_one_transaction(ledger: Ledger, charge: Charge, clock) -> None:
+    ledger.set_budget("alice", "adult", PureDP(F(1)), refresh_days=None)
+    ledger.set_dataset("adult", total_cap=PureDP(F(3, 2)))
+    outcome = ledger.reserve(charge(epsilon=F(1, 4)), charge=True)
+    assert isinstance(outcome, Reservation) and outcome.charged
+    # What is left with this charge counted, as the reservation's transaction saw it.
+    assert outcome.remaining == PureDP(F(3, 4)) == ledger.remaining("alice", "adult")
+    [entry] = ledger.entries()
+    assert entry.status == "charged"  # past the gate: never pending, never returned
+    lines = [(a.outcome, a.entry_id, a.loss) for a in ledger.audit()][-2:]
+    assert lines == [
+        ("reserved", entry.id, PureDP(F(1, 4))),
+        ("charged", entry.id, PureDP(F(1, 4))),
+    ]
+    assert ledger.release(outcome, "too late") is False
+    with pytest.raises(InternalError):
+        ledger.charge(outcome)  # the gate is passed once
+    ledger.commit(outcome, answer(7))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 4))
+    # A refusal writes nothing but its audit line; a crash after the gate leaves a lost charge.
+    with pytest.raises(BudgetExceededError):
+        ledger.reserve(charge(epsilon=F(4, 5)), charge=True)
+    crashed = ledger.reserve(charge(epsilon=F(1, 4)), charge=True)
+    assert isinstance(crashed, Reservation)
+    clock.advance(hours=1)
+    recovery = ledger.recover(older_than=timedelta(minutes=10))
+    assert (recovery.returned, recovery.lost) == ((), (crashed.id,))
+    assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+    # The total cap bounds what remains once the other analysts' charges count.
+    ledger.set_budget("bob", "adult", PureDP(F(2)))
+    bob = ledger.reserve(charge(principal="bob", epsilon=F(1, 2)), charge=True)
+    assert isinstance(bob, Reservation) and bob.remaining == PureDP(F(1, 2))
+    assert sorted(e.status for e in ledger.entries()) == ["charged", "committed", "lost"]
+    assert ledger.verify() == []
+
+
 def test_a_pending_reservation_cannot_commit_or_fail(ledger: Ledger, charge: Charge) -> None:
     ledger.set_budget("alice", "adult", PureDP(F(1)))
     reservation = reserve(ledger, charge())

@@ -60,8 +60,9 @@ def test_postgres_url_and_lost_session(pg_url: str, pg_schema: str) -> None:
     assert by_url.get_budget("alice", "adult") == PureDP(Fraction(1))
     by_url.close()
 
+    with ledger._transaction(write=False) as tx:
+        [(pid,)] = tx.run("SELECT pg_backend_pid()")
     with psycopg.connect(pg_url, autocommit=True) as admin:
-        pid = ledger._connection.info.backend_pid  # type: ignore[union-attr]
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
     with pytest.raises(psycopg.OperationalError):
         ledger.get_budget("alice", "adult")

@@ -19,7 +19,7 @@ from dalenius.core.errors import InvalidLossError, QueryError, UserError
 from dalenius.core.loss import PureDP, as_fraction, read_number
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FOUR_HUNDRED_DIGITS = "0." + "3" * 400

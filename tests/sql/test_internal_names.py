@@ -19,7 +19,7 @@ from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import UserError
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 INTERNAL = re.compile(r"__|@[ak]\d|\bpums__|\bs__")

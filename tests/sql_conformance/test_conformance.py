@@ -24,7 +24,7 @@ from dalenius.core.errors import PrivacyRefusal, QueryError
 from dalenius.engine.noise import rank_target
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 from dalenius.plan.expr import AggRef
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -19,7 +19,7 @@ from dalenius.core.catalog import load_catalog
 from dalenius.core.loss import PureDP
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 ALPHA = 1e-6
 DRAWS = 1200

@@ -22,7 +22,7 @@ from dalenius.engine.noise import add_noise, selection_utilities
 from dalenius.engine.release import rank_error
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 
 ALPHA = 1e-6
 

@@ -142,7 +142,7 @@ def run_batch(args: argparse.Namespace) -> int:
     from dalenius.core.catalog import load_catalog
     from dalenius.engine.session import Session
     from dalenius.executors.factory import executor_for
-    from dalenius.ledger.base import open_ledger
+    from dalenius.ledger import open_ledger
 
     items = read_batch(args.file)
     catalog = load_catalog(args.catalog)

@@ -120,7 +120,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from dalenius.core.catalog import load_catalog
     from dalenius.engine.session import Session
     from dalenius.executors.duckdb import DuckDBExecutor
-    from dalenius.ledger.base import open_ledger
+    from dalenius.ledger import open_ledger
 
     catalog = load_catalog(args.catalog)
     session = Session(

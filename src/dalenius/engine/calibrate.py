@@ -39,7 +39,7 @@ from dalenius.core.unit import IdUnit
 from dalenius.engine.session import Prepared, Session
 from dalenius.engine.timing import Deadline
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger.base import open_ledger
+from dalenius.ledger import open_ledger
 from dalenius.plan.nodes import DPQuery
 
 VARIANTS = ("one person", "all distinct")

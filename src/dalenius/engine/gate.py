@@ -14,7 +14,9 @@ may quote a row count or a value — goes to the custodian's audit trail only, w
 line as the alert. Were failures refunded, or told apart, an analyst could ask "does this query
 fail on the data?" again and again for free.
 
-Typical use (what :class:`~dalenius.engine.session.Session` does)::
+Typical use (what :class:`~dalenius.engine.session.Session` does; a query's reservation is
+charged by the reserve's own transaction, ``reserve(request, charge=True)``, so its passage only
+opens; a reserved release is charged here)::
 
     with gate.passage(reservation) as engine:   # durable charge first
         rows = engine.fetch(sql)                # then, and only then, the engine
@@ -88,12 +90,14 @@ class DataGate:
     def passage(self, reservation: Reservation) -> Iterator[GatedEngine]:
         """Charge ``reservation`` at the gate, then yield the engine.
 
-        If the charge cannot be made, the reservation is returned (no engine call happened) and
-        the error propagates. Any exception inside the block is recorded as a failure after the
+        A reservation made with ``reserve(request, charge=True)`` is already charged, durably, by
+        the reserve's own transaction. Otherwise, if the charge cannot be made, the reservation
+        is returned (no engine call happened) and the error propagates. Any exception inside the block is recorded as a failure after the
         gate — the charge stays — and re-raised as :class:`EvaluationFailed`; an interruption
         (``KeyboardInterrupt``, a cancelled task) is charged too, then propagates as it is.
         """
-        self._charge(reservation)
+        if not reservation.charged:  # else the reserve's own transaction passed the gate
+            self._charge(reservation)
         engine = GatedEngine(self._executor, reservation)
         try:
             yield engine
@@ -133,8 +137,9 @@ class DataGate:
         The reservation is charged here if its passage has not reached the gate yet (that
         passage's own charge then fails, and it never calls the engine).
         """
-        with contextlib.suppress(InternalError):  # already past the gate
-            self.ledger.charge(reservation)
+        if not reservation.charged:
+            with contextlib.suppress(InternalError):  # already past the gate
+                self.ledger.charge(reservation)
         self._record(reservation, detail, outcome)
 
     def failed(self, reservation: Reservation, exc: BaseException) -> PostGateOutcome:

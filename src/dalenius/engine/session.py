@@ -4,19 +4,20 @@ The flow of :meth:`Session.query`, in order:
 
 1. parse and validate the SQL against the catalog (refusals cost nothing; an audit line is kept);
 2. compile the DP plan: measurements, sensitivities, the ε split — the loss is now known;
-3. reserve the loss in the ledger, atomically (refused if any budget would be exceeded; an
-   identical earlier request is answered from the ledger's record at no cost);
-   then the loss is recomputed bottom-up from the mechanisms the release will use
-   (:func:`dalenius.engine.noise.check_reserved`): a plan that would spend more than it reserved
-   is a defect, refused with the reservation returned and an audit line;
-4. pass the data gate (:mod:`dalenius.engine.gate`): the reservation becomes a durable charge
-   before any engine call touches a private table — from here on every outcome is charged;
+3. recompute the loss bottom-up from the mechanisms the release will use
+   (:func:`dalenius.engine.noise.check_reserved`): a plan that would spend more than it asks to
+   reserve is a defect, refused with an audit line before anything is reserved;
+4. reserve the loss and pass the data gate (:mod:`dalenius.engine.gate`) in one durable ledger
+   transaction (``reserve(request, charge=True)``): refused if any budget would be exceeded (an
+   identical earlier request is answered from the ledger's record at no cost); otherwise the
+   charge is synced before any engine call touches a private table — from here on every
+   outcome is charged. Everything that can refuse the query comes before this step;
 5. compute the exact, clipped aggregates inside the engine;
 6. draw noise from the OS generator with those mechanisms (:mod:`dalenius.engine.noise`);
 7. commit the ledger entry durably — only then does the answer leave;
 8. post-process: AVG from SUM and COUNT, error bars, formatting.
 
-Steps 1–3 read only the query, the catalog, the ledger and public tables. Any failure in steps
+Steps 1–4 read only the query, the catalog, the ledger and public tables. Any failure in steps
 5–8 is the one fixed :class:`~dalenius.core.errors.EvaluationFailed` outcome, charged.
 """
 
@@ -77,7 +78,7 @@ from dalenius.engine.result import (
 from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
-from dalenius.ledger.base import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
+from dalenius.ledger import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
 from dalenius.plan.accuracy import (
     Allocation,
     BatchPlan,
@@ -242,13 +243,15 @@ class Session:
             plan_hash=plan.fingerprint(),
             idempotency_key=idempotency_key,
         )
-        # reserve() writes the audit line itself, also when it refuses for lack of budget.
-        outcome = self.ledger.reserve(request)
+        mechanisms = self._audited(request, plan)
+        # reserve() writes the audit lines itself, also when it refuses for lack of budget. With
+        # charge=True the reservation passes the data gate in the same synced transaction: the
+        # only refusals left (budget, idempotency) are decided inside it.
+        outcome = self.ledger.reserve(request, charge=True)
         if isinstance(outcome, CachedAnswer):
             shared = outcome.shared_from is not None
             return self._result(prepared, _decode(outcome.answer), conf, outcome.entry_id, shared)
         reservation = outcome
-        mechanisms = self._audited(reservation, plan)
         if deadline is None:
             return self._release(reservation, prepared, mechanisms, conf, lambda: True)
         try:
@@ -260,16 +263,24 @@ class Session:
         except DeadlineMissed:
             raise DeadlineError() from None
 
-    def _audited(self, reservation: Reservation, plan: DPQuery) -> Mechanisms:
-        """The mechanisms of the release, once their loss, recomputed bottom-up, fits the
-        reservation; otherwise the reservation is returned (nothing spent, audited) and the
-        defect raised. Decided before the data gate, from the plan alone.
+    def _audited(self, request: ChargeRequest, plan: DPQuery) -> Mechanisms:
+        """The mechanisms of the release, once their loss, recomputed bottom-up, fits what the
+        request will reserve; otherwise the defect is audited and raised, and nothing is
+        reserved. Decided before the ledger is asked, from the plan alone.
         """
         try:
             mechanisms = build_mechanisms(plan)
-            check_reserved(plan, mechanisms, reservation.request.loss)
+            check_reserved(plan, mechanisms, request.loss)
         except LossDefect as exc:
-            self.ledger.release(reservation, f"defect: {exc}")
+            self.ledger.record(
+                principal=request.principal,
+                dataset=request.dataset,
+                sql=request.sql,
+                outcome="refused",
+                detail=f"defect: {exc}",
+                plan_hash=request.plan_hash,
+                loss=request.loss,
+            )
             _alerts.error("dataset %r: %s", self.dataset, exc)
             raise
         return mechanisms
@@ -294,7 +305,7 @@ class Session:
                 if not claim():
                     raise DeadlineMissed(plan_class(plan))
                 entry_id = self.ledger.commit(reservation, _encode(noisy))
-                return self._result(prepared, noisy, conf, entry_id)
+                return self._result(prepared, noisy, conf, entry_id, left=reservation.remaining)
         finally:
             if self.catalog.constant_time:
                 # Inside the release window, whatever the outcome: see engine/collector.py.
@@ -307,16 +318,19 @@ class Session:
         conf: float,
         entry_id: str,
         shared: bool | None = None,
+        *,
+        left: Loss | None = None,
     ) -> Result:
         """The analyst's result from the released values (post-processing, free).
 
         ``shared`` is given for an answer from the ledger's record (``cached``): whether another
-        analyst's release was shared.
+        analyst's release was shared. ``left`` is the remaining budget the reservation's
+        transaction saw with this charge counted (read from the ledger when not given).
         """
         return Result.from_answer(
             post_process(prepared.plan, noisy, conf),
             loss=prepared.plan.loss,
-            remaining=self.remaining(),
+            remaining=self.remaining() if left is None else left,
             confidence=conf,
             cached=shared is not None,
             entry_id=entry_id,

@@ -124,6 +124,12 @@ class Deadline:
         Raises:
             DeadlineMissed: at the deadline, if ``work`` had not finished (nor claimed).
         """
+        if time.monotonic() >= self.at:
+            # Late before the work starts (the ledger's synced write took the time): a miss,
+            # decided without starting the work, so the outcome does not depend on how soon a
+            # worker thread would have reached its claim.
+            on_miss()
+            raise DeadlineMissed(self.plan_class)
         state: _State[T] = _State()
         finished = threading.Event()
 

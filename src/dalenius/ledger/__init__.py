@@ -19,9 +19,8 @@ from dalenius.ledger.base import (
     Recovery,
     RequestInProgressError,
     Reservation,
-    open_ledger,
-    sqlite_path,
 )
+from dalenius.ledger.open import open_ledger, sqlite_path
 
 __all__ = [
     "CHARGED_STATUSES",

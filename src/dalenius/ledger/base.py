@@ -18,6 +18,9 @@ them: nothing before it has touched a private relation, everything after it has 
    cancellation): the charge stays (``failed``). Nothing moves from charged back to returned, so a
    failure that depends on the data is never a free query.
 
+A caller that has decided everything that can refuse a request reserves and passes the gate in
+one transaction (``reserve(request, charge=True)``, steps 1 and 2 at once).
+
 A process killed before the gate leaves a ``pending`` reservation that provably read nothing:
 :meth:`Ledger.recover` returns it. One killed after the gate leaves a ``charged`` entry, which
 ``recover`` marks ``lost`` and keeps charged. Every step leaves an :class:`AuditRecord`.
@@ -137,10 +140,21 @@ class ChargeRequest:
 
 @dataclass(frozen=True)
 class Reservation:
-    """A held loss: returned by :meth:`Ledger.release` before the gate, charged from it on."""
+    """A held loss: returned by :meth:`Ledger.release` before the gate, charged from it on.
+
+    Attributes:
+        id: the ledger entry's id.
+        request: what was reserved.
+        charged: whether the reservation passed the data gate when it was made
+            (``reserve(request, charge=True)``): its charge is already durable.
+        remaining: what the analyst may still spend with this reservation counted, as the
+            reservation's transaction saw it (``None`` when the store does not say).
+    """
 
     id: str
     request: ChargeRequest
+    charged: bool = False
+    remaining: Loss | None = None
 
 
 @dataclass(frozen=True)
@@ -361,8 +375,15 @@ class Ledger(abc.ABC):
         """
 
     @abc.abstractmethod
-    def reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer:
+    def reserve(
+        self, request: ChargeRequest, *, charge: bool = False
+    ) -> Reservation | CachedAnswer:
         """Atomically answer from the record, or check every cap and hold the loss.
+
+        With ``charge=True`` the reservation also passes the data gate in the same durable
+        transaction (status ``charged``, with both audit lines): for a caller that has decided
+        everything that can refuse the request before it reserves, so nothing would ever return
+        the reservation. The query path does this: one synced write instead of two.
 
         The record answers an analyst's own committed request with the same ``request_key`` at
         no cost. On a dataset with a total cap, it also answers a request that *another* analyst
@@ -490,69 +511,3 @@ class Ledger(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def sqlite_path(url: str | None) -> str | None:
-    """The SQLite file a ledger URL names, or ``None`` for in-memory and PostgreSQL ledgers.
-
-    As in SQLAlchemy, ``sqlite:///rel.sqlite`` names a relative path and
-    ``sqlite:////abs/path.sqlite`` an absolute one; a bare path is used as it is.
-
-    Raises:
-        ConfigurationError: for an unknown URL scheme or a ``sqlite://`` URL without a path.
-
-    Example:
-        >>> sqlite_path("sqlite:////var/lib/dalenius/ledger.sqlite")
-        '/var/lib/dalenius/ledger.sqlite'
-        >>> sqlite_path("memory:") is None
-        True
-    """
-    if url is None:
-        return None
-    text = url.strip()
-    if text in {"memory:", ":memory:"} or text.startswith(("postgresql://", "postgres://")):
-        return None
-    if text.startswith("sqlite://"):
-        path = text.removeprefix("sqlite://").removeprefix("/")
-        if not path:
-            raise ConfigurationError(
-                f"The ledger URL {url!r} names no file.",
-                fix="use sqlite:///relative/path.sqlite or sqlite:////absolute/path.sqlite.",
-            )
-        return path
-    if "://" in text or not text:
-        raise ConfigurationError(
-            f"Unknown ledger URL {url!r}.",
-            fix="use memory:, a file path, sqlite:///path or postgresql://host/database.",
-        )
-    return text
-
-
-def open_ledger(url: str | None) -> Ledger:
-    """Open the ledger a URL names.
-
-    ``None`` or ``"memory:"`` gives an in-memory ledger (gone when closed); a file path or
-    ``"sqlite:///path"`` a SQLite ledger (created if missing, see :func:`sqlite_path`);
-    ``"postgresql://…"`` (or ``"postgres://…"``) a PostgreSQL ledger, which needs
-    ``pip install 'dalenius[postgres]'``.
-
-    Example:
-        >>> from fractions import Fraction
-        >>> with open_ledger("memory:") as ledger:
-        ...     ledger.set_budget("alice", "adult", PureDP(Fraction(1)))
-        ...     ledger.remaining("alice", "adult")
-        PureDP(epsilon=Fraction(1, 1))
-    """
-    # Imported here: the stores import this module for the interface they implement.
-    path = sqlite_path(url)
-    if path is not None:
-        from dalenius.ledger.sqlite import SqliteLedger
-
-        return SqliteLedger(path)
-    if url is not None and url.strip().startswith(("postgresql://", "postgres://")):
-        from dalenius.ledger.postgres import PostgresLedger
-
-        return PostgresLedger(url.strip())
-    from dalenius.ledger.memory import MemoryLedger
-
-    return MemoryLedger()

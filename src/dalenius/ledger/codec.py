@@ -1,8 +1,8 @@
-"""Exact text encodings of losses and timestamps, as the ledger stores them.
+"""The exact text encoding of losses, as the ledger stores them.
 
 Losses are stored as exact rationals (``numerator/denominator``), never as floats, so what the
-ledger adds up is exactly what was charged. Timestamps are stored as ISO-8601 text in UTC with
-microseconds, so comparing the text compares the times, in SQLite and PostgreSQL alike.
+ledger adds up is exactly what was charged. (Times are encoded by
+:func:`dalenius.ledger.storage.encode_time`, shared with the gateway's records.)
 
 Example:
     >>> encode_loss(ApproxDP(Fraction(1, 2), Fraction(1, 10**6)))
@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from fractions import Fraction
 
 from dalenius.core.errors import InternalError, InvalidLossError
@@ -58,25 +57,3 @@ def decode_loss(text: str) -> Loss:
     except (ValueError, ZeroDivisionError, InvalidLossError):
         pass
     raise InternalError(f"The ledger holds a malformed loss {text!r}; the store may be corrupted.")
-
-
-def encode_time(moment: datetime) -> str:
-    """ISO-8601 text in UTC with microseconds (sorts as the times do).
-
-    Example:
-        >>> encode_time(datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC))
-        '2024-01-02T03:04:05.000000+00:00'
-    """
-    if moment.tzinfo is None:
-        raise InternalError(
-            "The ledger's clock returned a naive datetime; it must be timezone-aware."
-        )
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def decode_time(text: str) -> datetime:
-    """Read a timestamp written by :func:`encode_time`."""
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise InternalError(f"The ledger holds a malformed time {text!r}.") from None

@@ -1,6 +1,7 @@
 """The ledger's tables, shared by the SQLite and PostgreSQL stores.
 
-Losses are exact text (see :mod:`dalenius.ledger.codec`); times are ISO-8601 UTC text. Every table
+Losses are exact text (see :mod:`dalenius.ledger.codec`); times are ISO-8601 UTC text (see
+:mod:`dalenius.ledger.storage`, which also holds each database's column types). Every table
 is prefixed ``dalenius_`` so the ledger can live in a database shared with other applications. A
 partial unique index makes an idempotency key name at most one charge that was not returned, so
 even a store shared by several gateway processes cannot charge one retried request twice.
@@ -11,7 +12,7 @@ setting and a budget's ``exhausted_at``; :func:`migrations` upgrades a version-1
 
 from __future__ import annotations
 
-from typing import Literal
+from dalenius.ledger.storage import DIALECTS, DialectName
 
 SCHEMA_VERSION = "2"
 """Stored in ``dalenius_meta``; a store written by another version is refused, not guessed at."""
@@ -19,16 +20,7 @@ SCHEMA_VERSION = "2"
 UPGRADABLE = ("1",)
 """Older versions :func:`migrations` upgrades."""
 
-Dialect = Literal["sqlite", "postgres"]
-
-# PostgreSQL compares text by the database's collation; "C" makes ISO timestamps compare bytewise,
-# as SQLite always does.
-_TIME: dict[Dialect, str] = {"sqlite": "TEXT", "postgres": 'TEXT COLLATE "C"'}
-
-_AUTO_KEY: dict[Dialect, str] = {
-    "sqlite": "INTEGER PRIMARY KEY AUTOINCREMENT",
-    "postgres": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-}
+Dialect = DialectName
 
 
 _STATUS_LIST = "('pending', 'charged', 'committed', 'failed', 'rolled_back', 'lost')"
@@ -52,7 +44,7 @@ def migrations(dialect: Dialect, version: str) -> list[str]:
     """
     if version == SCHEMA_VERSION:
         return []
-    time = _TIME[dialect]
+    time = DIALECTS[dialect].time_type
     columns = [
         "ALTER TABLE dalenius_datasets ADD COLUMN fail_closed INTEGER NOT NULL DEFAULT 0",
         f"ALTER TABLE dalenius_budgets ADD COLUMN exhausted_at {time}",
@@ -87,7 +79,7 @@ def statements(dialect: Dialect) -> list[str]:
         >>> len(statements("sqlite")) == len(statements("postgres"))
         True
     """
-    time = _TIME[dialect]
+    time = DIALECTS[dialect].time_type
     return [
         """CREATE TABLE IF NOT EXISTS dalenius_meta (
             key TEXT PRIMARY KEY,
@@ -142,7 +134,7 @@ def statements(dialect: Dialect) -> list[str]:
             source_id TEXT NOT NULL REFERENCES dalenius_charges (id)
         )""",
         f"""CREATE TABLE IF NOT EXISTS dalenius_audit (
-            seq {_AUTO_KEY[dialect]},
+            seq {DIALECTS[dialect].auto_key},
             at {time} NOT NULL,
             principal TEXT NOT NULL,
             dataset TEXT NOT NULL,

@@ -1,10 +1,11 @@
 """The ledger's rules over SQL, shared by the SQLite, in-memory and PostgreSQL stores.
 
-Each public operation is one database transaction. The stores supply only what differs between
-engines: how a transaction begins and is made durable, how rows are locked (SQLite's
-``BEGIN IMMEDIATE`` takes the whole database; PostgreSQL locks the dataset row with
-``SELECT … FOR UPDATE``), and which error means "retry". Statements are written with ``?``
-placeholders; the PostgreSQL store rewrites them for its driver.
+Each public operation is one database transaction of a :class:`~dalenius.ledger.storage.Database`,
+which supplies what differs between engines: how a transaction begins and is made durable, how
+rows are locked (SQLite's ``BEGIN IMMEDIATE`` takes the whole database; PostgreSQL locks the
+dataset row with ``SELECT … FOR UPDATE``), and which error means "retry". Statements are written
+with ``?`` placeholders; the storage layer rewrites them for psycopg. The stores add only how to
+open their database and, for SQLite, its integrity check.
 
 Budget sums are computed in Python from the exact stored rationals (never with SQL arithmetic on
 floats). A reservation counts as spent from the moment it is recorded.
@@ -12,18 +13,17 @@ floats). A reservation counts as spent from the moment it is recorded.
 
 from __future__ import annotations
 
-import abc
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
 
 from dalenius.accounting import (
     Definition,
     cap_as,
+    compose,
     compose_counted,
     convert,
     definition_of,
@@ -75,10 +75,9 @@ from dalenius.ledger.base import (
     _require_loss,
     _require_name,
 )
-from dalenius.ledger.codec import decode_loss, decode_time, encode_loss, encode_time
-from dalenius.ledger.schema import SCHEMA_VERSION, UPGRADABLE, Dialect, migrations, statements
-
-Row = tuple[Any, ...]
+from dalenius.ledger.codec import decode_loss, encode_loss
+from dalenius.ledger.schema import SCHEMA_VERSION, UPGRADABLE, migrations, statements
+from dalenius.ledger.storage import Database, Row, Tx, decode_time, encode_time
 
 _CHARGE_COLUMNS = (
     "id, principal, dataset, sql_text, plan_hash, request_key, idempotency_key, loss, charged, "
@@ -89,15 +88,7 @@ _CHARGED_IN = "status IN (" + ", ".join(f"'{s}'" for s in CHARGED_STATUSES) + ")
 """The charges that count against a budget, as SQL (from :data:`CHARGED_STATUSES`)."""
 _DATASET_COLUMNS = "name, definition, total_cap, fail_closed"
 _BUDGET_COLUMNS = "principal, dataset, cap, refresh_days, anchor, exhausted_at"
-_RETRIES = 5
-
-
-class Runner(Protocol):
-    """Runs one statement inside the current transaction and returns its rows."""
-
-    def run(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        """Execute ``sql`` with ``?`` placeholders bound to ``params``."""
-        ...
+_GATE_DETAIL = "charged at the data gate, before any read"
 
 
 def _entry(row: Row) -> LedgerEntry:
@@ -161,35 +152,36 @@ def _utc_now() -> datetime:
 
 
 class SqlLedger(Ledger):
-    """A :class:`Ledger` whose rules run over SQL transactions supplied by a subclass.
+    """A :class:`Ledger` whose rules run over SQL transactions of a :class:`Database`.
 
     Args:
+        database: where the ledger lives (:mod:`dalenius.ledger.storage`); its tables are
+            created if missing.
         clock: returns the current time (timezone-aware); tests pass a fake one to cross budget
             periods. Defaults to the system clock in UTC.
     """
 
-    dialect: Dialect
-    for_update = ""
-    """Suffix that locks the rows a ``SELECT`` reads until the transaction ends (PostgreSQL)."""
-
-    def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, database: Database, *, clock: Callable[[], datetime] | None = None) -> None:
+        self._db = database
+        self._for_update = database.dialect.for_update
         self._clock = clock or _utc_now
         self._lock = threading.RLock()
+        try:
+            self._init_schema()
+        except BaseException:
+            database.close()
+            raise
 
     # -- what a store supplies -------------------------------------------------------------
 
-    @abc.abstractmethod
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Runner]:
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Tx]:
         """A transaction: committed durably on normal exit, rolled back on an exception."""
+        return self._db.transaction(write=write)
 
-    def _is_conflict(self, error: BaseException) -> bool:
-        """Whether ``error`` means a concurrent writer won and the operation should be retried."""
-        return False
-
-    def _prepare_schema(self, tx: Runner) -> None:
+    def _prepare_schema(self, tx: Tx) -> None:
         """Serialise concurrent schema creation, where the engine needs it."""
 
-    def _integrity_problems(self, tx: Runner) -> list[str]:
+    def _integrity_problems(self, tx: Tx) -> list[str]:
         """Problems the storage engine itself reports (page corruption and the like)."""
         return []
 
@@ -204,7 +196,7 @@ class SqlLedger(Ledger):
     def _init_schema(self) -> None:
         with self._transaction(write=True) as tx:
             self._prepare_schema(tx)
-            for statement in statements(self.dialect):
+            for statement in statements(self._db.dialect.name):
                 tx.run(statement)
             rows = tx.run("SELECT value FROM dalenius_meta WHERE key = 'schema_version'")
             if not rows:
@@ -219,67 +211,62 @@ class SqlLedger(Ledger):
                         f"this Dalenius reads version {SCHEMA_VERSION}.",
                         fix="open it with the Dalenius version that created it.",
                     )
-                for statement in migrations(self.dialect, rows[0][0]):
+                for statement in migrations(self._db.dialect.name, rows[0][0]):
                     tx.run(statement)
                 tx.run(
                     "UPDATE dalenius_meta SET value = ? WHERE key = 'schema_version'",
                     (SCHEMA_VERSION,),
                 )
 
-    def _retrying(self, action: Callable[[], Any]) -> Any:
-        for attempt in range(_RETRIES):
-            try:
-                return action()
-            except Exception as error:
-                if attempt + 1 < _RETRIES and self._is_conflict(error):
-                    continue
-                raise
-        raise InternalError("unreachable: the retry loop always returns or raises")
-
     def _audit(
         self,
-        tx: Runner,
-        *,
-        at: datetime,
-        principal: str,
-        dataset: str,
-        sql: str,
-        outcome: str,
-        detail: str,
-        plan_hash: str | None = None,
+        tx: Tx,
+        now: datetime,
+        about: LedgerEntry | ChargeRequest | _Subject,
+        *lines: tuple[str, str],
         loss: Loss | None = None,
         entry_id: str | None = None,
     ) -> None:
+        """Write one audit line per ``(outcome, detail)`` about an entry, a request or a subject.
+
+        About an entry, the line carries its charge and id unless ``loss``/``entry_id`` say
+        otherwise. Several lines are one statement.
+        """
+        if isinstance(about, LedgerEntry):
+            loss = about.charged if loss is None else loss
+            entry_id = about.id if entry_id is None else entry_id
+        head = (
+            encode_time(now),
+            about.principal,
+            about.dataset,
+            about.sql,
+            about.plan_hash,
+            None if loss is None else encode_loss(loss),
+        )
+        values: list[object] = []
+        for outcome, detail in lines:
+            values.extend((*head, outcome, detail, entry_id))
         tx.run(
             "INSERT INTO dalenius_audit (at, principal, dataset, sql_text, plan_hash, loss, "
-            "outcome, detail, entry_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                encode_time(at),
-                principal,
-                dataset,
-                sql,
-                plan_hash,
-                None if loss is None else encode_loss(loss),
-                outcome,
-                detail,
-                entry_id,
-            ),
+            "outcome, detail, entry_id) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(lines)),
+            values,
         )
 
-    def _dataset(self, tx: Runner, name: str, *, lock: bool = False) -> DatasetInfo | None:
+    def _dataset(self, tx: Tx, name: str, *, lock: bool = False) -> DatasetInfo | None:
         rows = tx.run(
             f"SELECT {_DATASET_COLUMNS} FROM dalenius_datasets WHERE name = ?"
-            + (self.for_update if lock else ""),
+            + (self._for_update if lock else ""),
             (name,),
         )
         return _dataset_info(rows[0]) if rows else None
 
     def _budget(
-        self, tx: Runner, principal: str, dataset: str, *, lock: bool = False
+        self, tx: Tx, principal: str, dataset: str, *, lock: bool = False
     ) -> BudgetInfo | None:
         rows = tx.run(
             f"SELECT {_BUDGET_COLUMNS} FROM dalenius_budgets "
-            "WHERE principal = ? AND dataset = ?" + (self.for_update if lock else ""),
+            "WHERE principal = ? AND dataset = ?" + (self._for_update if lock else ""),
             (principal, dataset),
         )
         if not rows:
@@ -288,7 +275,7 @@ class SqlLedger(Ledger):
 
     def _sum(
         self,
-        tx: Runner,
+        tx: Tx,
         definition: Definition,
         dataset: str,
         principal: str | None = None,
@@ -311,7 +298,7 @@ class SqlLedger(Ledger):
         rows = tx.run(sql, params)
         return compose_counted(((decode_loss(row[0]), int(row[1])) for row in rows), definition)
 
-    def _spent_in(self, tx: Runner, principal: str, dataset: str, now: datetime) -> Loss:
+    def _spent_in(self, tx: Tx, principal: str, dataset: str, now: datetime) -> Loss:
         info = self._dataset(tx, dataset)
         if info is None:
             return zero_loss("pure")
@@ -319,7 +306,7 @@ class SqlLedger(Ledger):
         since = None if budget is None else policy.period_start(budget, now)
         return self._sum(tx, info.definition, dataset, principal, since)
 
-    def _remaining_in(self, tx: Runner, principal: str, dataset: str, now: datetime) -> Loss:
+    def _remaining_in(self, tx: Tx, principal: str, dataset: str, now: datetime) -> Loss:
         info = self._dataset(tx, dataset)
         if info is None:
             return zero_loss("pure")
@@ -333,9 +320,9 @@ class SqlLedger(Ledger):
             left = minimum(left, shared)
         return left
 
-    def _locked_entry(self, tx: Runner, reservation_id: str) -> LedgerEntry:
+    def _locked_entry(self, tx: Tx, reservation_id: str) -> LedgerEntry:
         rows = tx.run(
-            f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE id = ?" + self.for_update,
+            f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE id = ?" + self._for_update,
             (reservation_id,),
         )
         if not rows:
@@ -365,7 +352,7 @@ class SqlLedger(Ledger):
             _require_loss(total_cap, "total cap")
             cap = cap_as(total_cap, target)
         with self._lock:
-            self._retrying(lambda: self._set_dataset(dataset, target, cap, fail_closed))
+            self._db.retrying(lambda: self._set_dataset(dataset, target, cap, fail_closed))
 
     def _set_dataset(
         self, dataset: str, definition: Definition, cap: Loss | None, fail_closed: bool | None
@@ -404,10 +391,10 @@ class SqlLedger(Ledger):
             detail = f"definition {definition}" + ("" if cap is None else f", total cap {cap}")
             if fail_closed is not None:
                 detail += ", fail closed" if fail_closed else ", fail open"
-            self._audit_dataset(tx, now, dataset, detail, loss=cap)
+            self._audit(tx, now, _Subject("", dataset), (DATASET_SET, detail), loss=cap)
 
     def _switch_definition(
-        self, tx: Runner, current: DatasetInfo, definition: Definition, now: datetime
+        self, tx: Tx, current: DatasetInfo, definition: Definition, now: datetime
     ) -> Loss | None:
         """Re-express every charge and cap of a dataset in a new definition, or refuse.
 
@@ -418,11 +405,11 @@ class SqlLedger(Ledger):
         """
         dataset = current.name
         charges = tx.run(
-            "SELECT id, charged FROM dalenius_charges WHERE dataset = ?" + self.for_update,
+            "SELECT id, charged FROM dalenius_charges WHERE dataset = ?" + self._for_update,
             (dataset,),
         )
         budgets = tx.run(
-            "SELECT principal, cap FROM dalenius_budgets WHERE dataset = ?" + self.for_update,
+            "SELECT principal, cap FROM dalenius_budgets WHERE dataset = ?" + self._for_update,
             (dataset,),
         )
         try:
@@ -453,15 +440,11 @@ class SqlLedger(Ledger):
                 "UPDATE dalenius_budgets SET cap = ? WHERE principal = ? AND dataset = ?",
                 (encode_loss(cap), who, dataset),
             )
-        self._audit_dataset(
-            tx,
-            now,
-            dataset,
-            (
-                f"accounting switched from {current.definition} to {definition}: "
-                f"{len(new_charges)} charges and {len(new_caps)} budgets converted"
-            ),
+        switched = (
+            f"accounting switched from {current.definition} to {definition}: "
+            f"{len(new_charges)} charges and {len(new_caps)} budgets converted"
         )
+        self._audit(tx, now, _Subject("", dataset), (DATASET_SET, switched))
         return total
 
     def remove_total_cap(self, dataset: str) -> None:
@@ -472,7 +455,7 @@ class SqlLedger(Ledger):
             if self._dataset(tx, dataset, lock=True) is None:
                 raise ConfigurationError(f"The ledger has no dataset {dataset!r}.")
             tx.run("UPDATE dalenius_datasets SET total_cap = NULL WHERE name = ?", (dataset,))
-            self._audit_dataset(tx, now, dataset, "total cap removed")
+            self._audit(tx, now, _Subject("", dataset), (DATASET_SET, "total cap removed"))
 
     def set_budget(
         self, principal: str, dataset: str, cap: Loss, *, refresh_days: int | None = None
@@ -483,7 +466,7 @@ class SqlLedger(Ledger):
         _require_loss(cap, "budget")
         _check_refresh(refresh_days)
         with self._lock:
-            self._retrying(lambda: self._set_budget(principal, dataset, cap, refresh_days))
+            self._db.retrying(lambda: self._set_budget(principal, dataset, cap, refresh_days))
 
     def _set_budget(
         self, principal: str, dataset: str, cap: Loss, refresh_days: int | None
@@ -511,16 +494,8 @@ class SqlLedger(Ledger):
                 (principal, dataset, encode_loss(stored), refresh_days, encode_time(anchor)),
             )
             every = "" if refresh_days is None else f", refreshed every {refresh_days} days"
-            self._audit(
-                tx,
-                at=now,
-                principal=principal,
-                dataset=dataset,
-                sql="",
-                outcome=BUDGET_SET,
-                detail=f"budget {stored}{every}",
-                loss=stored,
-            )
+            about = _Subject(principal, dataset)
+            self._audit(tx, now, about, (BUDGET_SET, f"budget {stored}{every}"), loss=stored)
 
     def get_budget(self, principal: str, dataset: str) -> Loss | None:
         """The analyst's cap on the dataset, in the dataset's definition, or ``None``."""
@@ -548,21 +523,25 @@ class SqlLedger(Ledger):
 
     # -- the release protocol ----------------------------------------------------------------
 
-    def reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer:
+    def reserve(
+        self, request: ChargeRequest, *, charge: bool = False
+    ) -> Reservation | CachedAnswer:
         """Answer from the record, or check every cap and hold the loss (see :class:`Ledger`)."""
         if not isinstance(request, ChargeRequest):
             raise ConfigurationError(
                 f"reserve() takes a ChargeRequest, got {type(request).__name__}."
             )
         with self._lock:
-            outcome: Reservation | CachedAnswer | DaleniusError = self._retrying(
-                lambda: self._reserve(request)
+            outcome: Reservation | CachedAnswer | DaleniusError = self._db.retrying(
+                lambda: self._reserve(request, charge)
             )
         if isinstance(outcome, DaleniusError):
             raise outcome
         return outcome
 
-    def _reserve(self, request: ChargeRequest) -> Reservation | CachedAnswer | DaleniusError:
+    def _reserve(
+        self, request: ChargeRequest, charge: bool
+    ) -> Reservation | CachedAnswer | DaleniusError:
         with self._transaction(write=True) as tx:
             now = self._now()
             # Locks the dataset row first (PostgreSQL), so checks and insert are one atomic step
@@ -573,35 +552,20 @@ class SqlLedger(Ledger):
             if isinstance(decision, _Shared):
                 return self._record_shared(tx, request, decision, now)
             if isinstance(decision, CachedAnswer):
-                self._audit_request(
-                    tx,
-                    now,
-                    request,
-                    CACHED,
-                    f"answered from entry {decision.entry_id} at no cost",
-                    entry_id=decision.entry_id,
-                )
+                why = f"answered from entry {decision.entry_id} at no cost"
+                self._audit(tx, now, request, (CACHED, why), entry_id=decision.entry_id)
                 return decision
             if isinstance(decision, EvaluationFailed):
-                self._audit_request(
-                    tx,
-                    now,
-                    request,
-                    CACHED,
-                    "the recorded failure after the data gate returned again, at no cost",
-                )
+                why = "the recorded failure after the data gate returned again, at no cost"
+                self._audit(tx, now, request, (CACHED, why))
                 return decision
             if isinstance(decision, DaleniusError):
-                self._audit_request(
-                    tx,
-                    now,
-                    request,
-                    REFUSED,
-                    decision.what if isinstance(decision, UserError) else str(decision),
-                    loss=request.loss,
-                )
+                why = decision.what if isinstance(decision, UserError) else str(decision)
+                self._audit(tx, now, request, (REFUSED, why), loss=request.loss)
                 return decision
-            reservation = Reservation(uuid.uuid4().hex, request)
+            reservation = Reservation(
+                uuid.uuid4().hex, request, charged=charge, remaining=decision.remaining
+            )
             tx.run(
                 f"INSERT INTO dalenius_charges ({_CHARGE_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '')",
@@ -614,23 +578,18 @@ class SqlLedger(Ledger):
                     request.request_key,
                     request.idempotency_key,
                     encode_loss(request.loss),
-                    encode_loss(decision),
-                    PENDING,
+                    encode_loss(decision.charged),
+                    CHARGED if charge else PENDING,
                     encode_time(now),
                 ),
             )
-            self._audit_request(
-                tx,
-                now,
-                request,
-                RESERVED,
-                "reserved before reading data",
-                loss=decision,
-                entry_id=reservation.id,
-            )
+            lines = [(RESERVED, "reserved before reading data")]
+            if charge:
+                lines.append((GATED, _GATE_DETAIL))
+            self._audit(tx, now, request, *lines, loss=decision.charged, entry_id=reservation.id)
             return reservation
 
-    def _shared_source(self, tx: Runner, request: ChargeRequest) -> LedgerEntry | None:
+    def _shared_source(self, tx: Tx, request: ChargeRequest) -> LedgerEntry | None:
         """Another analyst's committed release of the same request on this dataset, if any."""
         rows = tx.run(
             f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE dataset = ? "
@@ -641,7 +600,7 @@ class SqlLedger(Ledger):
         return _entry(rows[0]) if rows else None
 
     def _record_shared(
-        self, tx: Runner, request: ChargeRequest, shared: _Shared, now: datetime
+        self, tx: Tx, request: ChargeRequest, shared: _Shared, now: datetime
     ) -> CachedAnswer:
         """Record a shared answer for this analyst: committed at once, charged to them only."""
         ident = uuid.uuid4().hex
@@ -669,28 +628,21 @@ class SqlLedger(Ledger):
         tx.run(
             "INSERT INTO dalenius_shared (entry_id, source_id) VALUES (?, ?)", (ident, source.id)
         )
-        self._audit_request(
-            tx,
-            now,
-            request,
-            ANSWERED,
-            (
-                f"the release of entry {source.id}, shared: charged to this analyst's budget, "
-                "not again to the dataset's total cap"
-            ),
-            loss=shared.charged,
-            entry_id=ident,
+        why = (
+            f"the release of entry {source.id}, shared: charged to this analyst's budget, "
+            "not again to the dataset's total cap"
         )
+        self._audit(tx, now, request, (ANSWERED, why), loss=shared.charged, entry_id=ident)
         return CachedAnswer(ident, source.answer or "", request.loss, now, shared_from=source.id)
 
     def _decide(
         self,
-        tx: Runner,
+        tx: Tx,
         request: ChargeRequest,
         info: DatasetInfo | None,
         budget: BudgetInfo | None,
         now: datetime,
-    ) -> Loss | CachedAnswer | DaleniusError | _Shared:
+    ) -> _Grant | CachedAnswer | DaleniusError | _Shared:
         """The answer from the record, a refusal, or the loss to charge (in the dataset's type)."""
         if request.idempotency_key is not None:
             rows = tx.run(
@@ -729,16 +681,18 @@ class SqlLedger(Ledger):
             return policy.over_budget(
                 request.principal, request.dataset, short, policy.period_end(budget, now)
             )
+        left = remaining_of(compose((spent, charged), info.definition), budget.cap)
         if info.total_cap is not None:
             source = self._shared_source(tx, request)
             if source is not None:
                 return _Shared(source, charged)
-            short = shortfall(
-                self._sum(tx, info.definition, request.dataset), charged, info.total_cap
-            )
+            total = self._sum(tx, info.definition, request.dataset)
+            short = shortfall(total, charged, info.total_cap)
             if short is not None:
                 return policy.over_total(request.dataset, short)
-        return charged
+            shared_left = remaining_of(compose((total, charged), info.definition), info.total_cap)
+            left = minimum(left, shared_left)
+        return _Grant(charged, left)
 
     def charge(self, reservation: Reservation) -> None:
         """The data gate: pending becomes charged, durably (see :class:`Ledger`)."""
@@ -754,7 +708,7 @@ class SqlLedger(Ledger):
                 "UPDATE dalenius_charges SET status = ? WHERE id = ? AND status = ?",
                 (CHARGED, entry.id, PENDING),
             )
-            self._audit_entry(tx, now, entry, GATED, "charged at the data gate, before any read")
+            self._audit(tx, now, entry, (GATED, _GATE_DETAIL))
 
     def release(self, reservation: Reservation, reason: str) -> bool:
         """Return a reservation that never reached the data gate (see :class:`Ledger`)."""
@@ -769,8 +723,11 @@ class SqlLedger(Ledger):
                 "UPDATE dalenius_charges SET status = ?, finished_at = ?, detail = ? WHERE id = ?",
                 (ROLLED_BACK, encode_time(now), str(reason), entry.id),
             )
-            self._audit_entry(
-                tx, now, entry, RETURNED, f"returned before the data gate, nothing spent: {reason}"
+            self._audit(
+                tx,
+                now,
+                entry,
+                (RETURNED, f"returned before the data gate, nothing spent: {reason}"),
             )
             return True
 
@@ -793,7 +750,7 @@ class SqlLedger(Ledger):
                 (COMMITTED, answer, encode_time(now), entry.id),
             )
             detail = "released" if entry.status == CHARGED else "released after being marked lost"
-            self._audit_entry(tx, now, entry, ANSWERED, detail)
+            self._audit(tx, now, entry, (ANSWERED, detail))
         return entry.id
 
     def fail(
@@ -822,9 +779,7 @@ class SqlLedger(Ledger):
                 (FAILED, encode_time(now), outcome.code, entry.id),
             )
             audit = FAILED if outcome is PostGateOutcome.FAILED else outcome.code
-            self._audit_entry(
-                tx, now, entry, audit, f"failed after the data gate, charged: {detail}"
-            )
+            self._audit(tx, now, entry, (audit, f"failed after the data gate, charged: {detail}"))
             info = self._dataset(tx, entry.dataset, lock=True)
             if info is not None and info.fail_closed:
                 tx.run(
@@ -832,8 +787,8 @@ class SqlLedger(Ledger):
                     "WHERE principal = ? AND dataset = ? AND exhausted_at IS NULL",
                     (encode_time(now), entry.principal, entry.dataset),
                 )
-                self._audit_entry(
-                    tx, now, entry, EXHAUSTED, "budget exhausted: the dataset fails closed"
+                self._audit(
+                    tx, now, entry, (EXHAUSTED, "budget exhausted: the dataset fails closed")
                 )
         return outcome
 
@@ -845,7 +800,7 @@ class SqlLedger(Ledger):
             now = self._now()
             rows = tx.run(
                 f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE status IN (?, ?) "
-                "AND created_at <= ? ORDER BY created_at, id" + self.for_update,
+                "AND created_at <= ? ORDER BY created_at, id" + self._for_update,
                 (PENDING, CHARGED, encode_time(now - older_than)),
             )
             stale = [_entry(row) for row in rows]
@@ -859,7 +814,7 @@ class SqlLedger(Ledger):
                     (status, encode_time(now), why, entry.id),
                 )
                 audit = RETURNED if status == ROLLED_BACK else LOST
-                self._audit_entry(tx, now, entry, audit, why)
+                self._audit(tx, now, entry, (audit, why))
         return Recovery(
             returned=tuple(e.id for e in stale if e.status == PENDING),
             lost=tuple(e.id for e in stale if e.status == CHARGED),
@@ -874,62 +829,6 @@ class SqlLedger(Ledger):
                 (FAILED, LOST),
             )
         return {str(name): int(count) for name, count in rows}
-
-    def _audit_request(
-        self,
-        tx: Runner,
-        now: datetime,
-        request: ChargeRequest,
-        outcome: str,
-        detail: str,
-        *,
-        loss: Loss | None = None,
-        entry_id: str | None = None,
-    ) -> None:
-        """The audit line of a decision about ``request`` (who, what, which plan)."""
-        self._audit(
-            tx,
-            at=now,
-            principal=request.principal,
-            dataset=request.dataset,
-            sql=request.sql,
-            plan_hash=request.plan_hash,
-            loss=loss,
-            outcome=outcome,
-            detail=detail,
-            entry_id=entry_id,
-        )
-
-    def _audit_dataset(
-        self, tx: Runner, now: datetime, dataset: str, detail: str, *, loss: Loss | None = None
-    ) -> None:
-        """The audit line of a custodian's change to a dataset's settings."""
-        self._audit(
-            tx,
-            at=now,
-            principal="",
-            dataset=dataset,
-            sql="",
-            outcome=DATASET_SET,
-            detail=detail,
-            loss=loss,
-        )
-
-    def _audit_entry(
-        self, tx: Runner, now: datetime, entry: LedgerEntry, outcome: str, detail: str
-    ) -> None:
-        self._audit(
-            tx,
-            at=now,
-            principal=entry.principal,
-            dataset=entry.dataset,
-            sql=entry.sql,
-            plan_hash=entry.plan_hash,
-            loss=entry.charged,
-            outcome=outcome,
-            detail=detail,
-            entry_id=entry.id,
-        )
 
     def record(
         self,
@@ -946,18 +845,9 @@ class SqlLedger(Ledger):
         _require_name(outcome, "outcome")
         if loss is not None:
             _require_loss(loss, "loss")
+        about = _Subject(principal, dataset, sql, plan_hash)
         with self._lock, self._transaction(write=True) as tx:
-            self._audit(
-                tx,
-                at=self._now(),
-                principal=principal,
-                dataset=dataset,
-                sql=sql,
-                outcome=outcome,
-                detail=detail,
-                plan_hash=plan_hash,
-                loss=loss,
-            )
+            self._audit(tx, self._now(), about, (outcome, detail), loss=loss)
 
     # -- reading the record ------------------------------------------------------------------
 
@@ -1005,6 +895,29 @@ class SqlLedger(Ledger):
             problems = self._integrity_problems(tx)
             problems.extend(_invariant_problems(tx))
         return problems
+
+    def close(self) -> None:
+        """Close the store's connections; later calls raise :class:`InternalError`."""
+        with self._lock:
+            self._db.close()
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What an audit line is about when it is neither a request nor an entry."""
+
+    principal: str
+    dataset: str
+    sql: str = ""
+    plan_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class _Grant:
+    """A decision of :meth:`SqlLedger._decide`: charge ``charged``; ``remaining`` is left after."""
+
+    charged: Loss
+    remaining: Loss
 
 
 @dataclass(frozen=True)
@@ -1061,7 +974,7 @@ def _replay(entry: LedgerEntry, request: ChargeRequest) -> CachedAnswer | Daleni
     )
 
 
-def _invariant_problems(tx: Runner) -> list[str]:
+def _invariant_problems(tx: Tx) -> list[str]:
     """Problems in the ledger's own records: malformed losses, answers without charges, etc."""
     problems: list[str] = []
     definitions: dict[str, str] = {}

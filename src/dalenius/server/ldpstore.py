@@ -29,8 +29,8 @@ from typing import Any
 
 from dalenius.core.errors import ConfigurationError
 from dalenius.ldp.collection import CollectionSpec
+from dalenius.ledger.storage import Database, Tx, encode_time
 from dalenius.server.errors import AuthenticationError
-from dalenius.server.sqlbackend import Backend, Tx
 from dalenius.server.store import ConflictError, NotFoundError, check_name
 
 MAX_BATCH = 1000
@@ -48,7 +48,7 @@ class Submission:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    return encode_time(datetime.now(UTC))
 
 
 def _hash(key: str) -> str:
@@ -58,10 +58,10 @@ def _hash(key: str) -> str:
 class LdpStore:
     """Collections and their reports over the gateway's database backend."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Database) -> None:
         self._db = backend
         self._specs: dict[str, tuple[str, CollectionSpec]] = {}
-        time = 'TEXT COLLATE "C"' if backend.dialect == "postgres" else "TEXT"
+        time = backend.dialect.time_type
         ddl = [
             f"""CREATE TABLE IF NOT EXISTS dalenius_ldp_collections (
                 name TEXT PRIMARY KEY,
@@ -72,7 +72,7 @@ class LdpStore:
                 created_by TEXT NOT NULL
             )""",
             f"""CREATE TABLE IF NOT EXISTS dalenius_ldp_reports (
-                seq {backend.auto_key},
+                seq {backend.dialect.auto_key},
                 collection TEXT NOT NULL REFERENCES dalenius_ldp_collections (name),
                 client TEXT NOT NULL,
                 report_id TEXT NOT NULL,
@@ -256,7 +256,7 @@ class LdpStore:
         return json.dumps(report, separators=(",", ":")), memo
 
     def _lock(self, tx: Tx, name: str) -> None:
-        suffix = " FOR UPDATE" if self._db.dialect == "postgres" else ""
+        suffix = self._db.dialect.for_update
         tx.run(f"SELECT name FROM dalenius_ldp_collections WHERE name = ?{suffix}", (name,))
 
     @staticmethod

@@ -17,7 +17,16 @@ from fractions import Fraction
 from typing import Final
 
 from dalenius.core.errors import ConfigurationError, UserError
-from dalenius.server.sqlbackend import Backend, Row, SqliteBackend, Tx, open_backend
+from dalenius.ledger.storage import (
+    POSTGRES,
+    Database,
+    Row,
+    SqliteDatabase,
+    Tx,
+    decode_time,
+    encode_time,
+    open_database,
+)
 from dalenius.server.tokens import IssuedToken, new_token, parse_token, verify
 
 ANALYST: Final = "analyst"
@@ -129,20 +138,19 @@ def check_role(role: str) -> str:
 
 
 def _now() -> str:
-    return _stamp(datetime.now(UTC))
-
-
-def _stamp(moment: datetime) -> str:
-    # One fixed form (UTC, microseconds), so stored times compare correctly as text.
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    return encode_time(datetime.now(UTC))
 
 
 def _time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
+    return None if text is None else decode_time(text)
 
 
-def _required_time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
+def _opening(error: BaseException) -> ConfigurationError:
+    return ConfigurationError(
+        f"Cannot open the gateway's database: {error}".strip(),
+        fix="check the path (its folder must exist and be writable) or, for PostgreSQL, that the "
+        "server is running and the URL (host, port, user, database).",
+    )
 
 
 BUCKETS_TABLE = """CREATE TABLE IF NOT EXISTS dalenius_gateway_buckets (
@@ -169,11 +177,11 @@ class StateStore:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._db: Backend = open_backend(url)
+        self._db: Database = open_database(url, _opening, durable=False)
         self._create_tables()
         self._buckets = self._bucket_backend()
 
-    def _bucket_backend(self) -> Backend:
+    def _bucket_backend(self) -> Database:
         """Where rate-limit buckets live: beside a SQLite file, else in the same database.
 
         Every request writes its bucket. In a SQLite file that is also the ledger, such a write
@@ -181,20 +189,20 @@ class StateStore:
         lock, and a cheap request would wait for another analyst's charges. A sidecar file
         (``<file>-limits``) has a write lock of its own; PostgreSQL locks rows, not the database.
         """
-        if not isinstance(self._db, SqliteBackend) or self._db.path == ":memory:":
+        if not isinstance(self._db, SqliteDatabase) or self._db.path == ":memory:":
             return self._db
-        sidecar = SqliteBackend(f"{self._db.path}-limits")
+        sidecar = SqliteDatabase(f"{self._db.path}-limits", _opening, synchronous="NORMAL")
         with sidecar.transaction(write=True) as tx:
             tx.run(BUCKETS_TABLE)
         return sidecar
 
     @property
-    def backend(self) -> Backend:
+    def backend(self) -> Database:
         """The database connection pool (shared with the local-DP collection store)."""
         return self._db
 
     def _create_tables(self) -> None:
-        time = 'TEXT COLLATE "C"' if self._db.dialect == "postgres" else "TEXT"
+        time = self._db.dialect.time_type
         ddl = [
             f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_principals (
                 name TEXT PRIMARY KEY,
@@ -224,7 +232,7 @@ class StateStore:
                 PRIMARY KEY (principal, dataset)
             )""",
             f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_requests (
-                seq {self._db.auto_key},
+                seq {self._db.dialect.auto_key},
                 at {time} NOT NULL,
                 request_id TEXT NOT NULL,
                 principal TEXT NOT NULL,
@@ -245,7 +253,7 @@ class StateStore:
             BUCKETS_TABLE,
         ]
         with self._db.transaction(write=True) as tx:
-            if self._db.dialect == "postgres":
+            if self._db.dialect is POSTGRES:
                 # CREATE TABLE IF NOT EXISTS races with itself across processes; serialise it.
                 tx.run("SELECT pg_advisory_xact_lock(?)", (0x6761746577617931,))
             for statement in ddl:
@@ -254,7 +262,7 @@ class StateStore:
 
     def _add_expiry(self, tx: Tx, time: str) -> None:
         """Give a tokens table made by an earlier version its ``expires_at`` column."""
-        if self._db.dialect == "postgres":
+        if self._db.dialect is POSTGRES:
             tx.run(
                 f"ALTER TABLE dalenius_gateway_tokens ADD COLUMN IF NOT EXISTS expires_at {time}"
             )
@@ -296,7 +304,7 @@ class StateStore:
                 "VALUES (?, ?, ?, ?)",
                 (name, role, now, by),
             )
-        return Principal(name, role, _required_time(now), by)
+        return Principal(name, role, decode_time(now), by)
 
     def ensure_principal(self, name: str, role: str, *, by: str) -> Principal:
         """The principal called ``name``, created with ``role`` if missing.
@@ -353,7 +361,7 @@ class StateStore:
             NotFoundError: if no such principal exists.
         """
         issued = new_token()
-        expiry = None if expires_at is None else _stamp(expires_at)
+        expiry = None if expires_at is None else encode_time(expires_at)
         with self._db.transaction(write=True) as tx:
             if not tx.run("SELECT 1 FROM dalenius_gateway_principals WHERE name = ?", (name,)):
                 raise NotFoundError(f"No principal named {name!r}.", fix="create it first.")
@@ -377,7 +385,7 @@ class StateStore:
         with self._db.transaction(write=False) as tx:
             rows = tx.run(sql + " ORDER BY created_at, id", params)
         return [
-            TokenInfo(row[0], row[1], row[2], _required_time(row[3]), _time(row[4]), _time(row[5]))
+            TokenInfo(row[0], row[1], row[2], decode_time(row[3]), _time(row[4]), _time(row[5]))
             for row in rows
         ]
 
@@ -579,7 +587,7 @@ class StateStore:
             0.0 if the request may proceed, else the seconds to wait.
         """
         with self._buckets.transaction(write=True) as tx:
-            if self._buckets.dialect == "postgres":
+            if self._buckets.dialect is POSTGRES:
                 tx.run(
                     "INSERT INTO dalenius_gateway_buckets (client, tokens, at) VALUES (?, ?, ?) "
                     "ON CONFLICT (client) DO NOTHING",
@@ -632,7 +640,7 @@ class StateStore:
         """Append lines to the request log, in one transaction."""
         rows = [
             (
-                r.at.isoformat(timespec="microseconds"),
+                encode_time(r.at),
                 r.request_id,
                 r.principal,
                 r.token_id,
@@ -672,7 +680,7 @@ class StateStore:
             rows = tx.run(sql, params)
         return [
             RequestRecord(
-                at=_required_time(row[0]),
+                at=decode_time(row[0]),
                 request_id=row[1],
                 principal=row[2],
                 token_id=row[3],
@@ -701,8 +709,8 @@ def _require(tx: Tx, name: str, dataset: str) -> None:
 
 
 def _principal(row: Row) -> Principal:
-    return Principal(row[0], row[1], _required_time(row[2]), row[3])
+    return Principal(row[0], row[1], decode_time(row[2]), row[3])
 
 
 def _registration(row: Row) -> Registration:
-    return Registration(row[0], row[1], _required_time(row[2]), row[3])
+    return Registration(row[0], row[1], decode_time(row[2]), row[3])
