@@ -30,7 +30,6 @@ the tests compare it with exhaustive search on every lattice of up to 500 nodes.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +40,15 @@ import pandas as pd
 
 from dalenius.anonymity.encode import Encoded
 from dalenius.anonymity.metrics import SEPARABLE, CostTables, cost_tables, lower_bounds
-from dalenius.anonymity.models import BoolArray, ClassStats, FloatArray, IntArray, Model
+from dalenius.anonymity.models import (
+    BoolArray,
+    ClassStats,
+    DistinctLDiversity,
+    FloatArray,
+    IntArray,
+    KAnonymity,
+    Model,
+)
 from dalenius.core.errors import ConfigurationError
 
 MAX_NODES = 2_000_000
@@ -93,6 +100,8 @@ class _Snapshot:
     count: IntArray
     labels: dict[tuple[int, int], LabelArray] = field(default_factory=dict)
     """(attribute, level) -> each row's label code at that level, computed once when first read."""
+    pairs: dict[tuple[int, int, int], IntArray] = field(default_factory=dict)
+    """(attribute a, level of a, level of a + 1) -> each row's mixed-radix code of the two labels."""
 
 
 def dense_ids(key: IntArray, bound: int) -> tuple[IntArray, int]:
@@ -103,12 +112,38 @@ def dense_ids(key: IntArray, bound: int) -> tuple[IntArray, int]:
     frequency sets); otherwise pandas' hash factorisation is used.
     """
     if bound <= 4 * len(key) + 65_536:
-        seen = np.zeros(bound + 1, dtype=np.int64)
-        seen[key + 1] = 1
-        ranks = np.cumsum(seen)
-        return np.asarray(ranks[key], dtype=np.int64), int(ranks[-1])
+        seen = np.zeros(bound, dtype=bool)
+        seen[key] = True
+        return _number(seen, key)
     ids, uniques = pd.factorize(key, sort=False)
     return np.asarray(ids, dtype=np.int64), len(uniques)
+
+
+def _number(present: BoolArray, key: IntArray) -> tuple[IntArray, int]:
+    """Each key's rank among the keys marked ``present`` (the ids of :func:`dense_ids`)."""
+    where = np.flatnonzero(present)
+    ranks = np.empty(len(present), dtype=np.int64)  # read only where present
+    ranks[where] = np.arange(len(where))
+    return ranks[key], len(where)
+
+
+def _distinct(
+    cls: IntArray, codes: IntArray, n_classes: int, m: int, limit: int
+) -> IntArray | None:
+    """Distinct codes per class from a presence table, or None if it would exceed ``limit`` cells.
+
+    Each class's row of the table is padded to whole 64-bit words, so the marks of a class are
+    counted with a popcount per word (numpy ≥ 2) rather than a reduction along a short axis.
+    """
+    words = -(-m // 8)
+    if n_classes * words * 8 > limit:
+        return None
+    seen = np.zeros(n_classes * words * 8, dtype=bool)
+    seen[cls * (words * 8) + codes] = True
+    if not hasattr(np, "bitwise_count"):  # numpy < 2
+        return np.asarray(np.count_nonzero(seen.reshape(n_classes, words * 8), axis=1), np.int64)
+    bits = np.bitwise_count(seen.view(np.uint64)).reshape(n_classes, words)
+    return np.asarray(bits[:, 0] if words == 1 else bits.sum(axis=1), dtype=np.int64)
 
 
 def _snapshot(source: _Snapshot, cls: IntArray, n_classes: int) -> _Snapshot:
@@ -175,6 +210,13 @@ class Evaluator:
         self._row_array = np.zeros(0, dtype=np.int64)
         self._last: tuple[tuple[int, ...], _Snapshot, ClassStats] | None = None
         self._mono: dict[tuple[int, ...], int] = {}
+        # k and ℓ of the monotone models, when they are all k-anonymity or distinct ℓ-diversity
+        self._thresholds: tuple[int, int] | None = None
+        if all(isinstance(m, KAnonymity | DistinctLDiversity) for m in self.mono):
+            self._thresholds = (
+                max((m.k for m in self.mono if isinstance(m, KAnonymity)), default=1),
+                max((m.l for m in self.mono if isinstance(m, DistinctLDiversity)), default=1),
+            )
         self.cache: dict[tuple[int, ...], NodeResult] = {}
 
     def classes(self, node: tuple[int, ...]) -> tuple[IntArray, int]:
@@ -188,20 +230,47 @@ class Evaluator:
             snap.labels[(attribute, level)] = got
         return got
 
+    def _pair(self, snap: _Snapshot, a: int, levels: tuple[int, int]) -> IntArray:
+        """Per row, label(a) · width(a + 1) + label(a + 1) at ``levels`` (cached per snapshot)."""
+        got = snap.pairs.get((a, *levels))
+        if got is None:
+            width = self._widths[a + 1][levels[1]]
+            dtype = np.int32 if self._widths[a][levels[0]] * width < 2**31 else np.int64
+            got = self._tables[a][levels[0]][snap.base[a]].astype(dtype)
+            got *= width
+            got += self._tables[a + 1][levels[1]][snap.base[a + 1]]
+            snap.pairs[(a, *levels)] = got
+        return got
+
+    def _key(self, snap: _Snapshot, node: Sequence[int]) -> tuple[IntArray, int] | None:
+        """Each row's mixed-radix key of its labels at ``node`` and the key space's size, or
+        None when the key space exceeds 2⁶²; attributes are read two at a time (cached pairs).
+        """
+        stride = math.prod(self._widths[a][level] for a, level in enumerate(node))
+        if stride > 2**62:
+            return None
+        d = len(node)
+        if d == 1:
+            return self._labels(snap, 0, node[0]).astype(np.int64), stride
+        key = self._pair(snap, 0, (node[0], node[1])).astype(np.int64)
+        for a in range(2, d - 1, 2):
+            key *= self._widths[a][node[a]] * self._widths[a + 1][node[a + 1]]
+            key += self._pair(snap, a, (node[a], node[a + 1]))
+        if d % 2:
+            key *= self._widths[d - 1][node[d - 1]]
+            key += self._labels(snap, d - 1, node[d - 1])
+        return key, stride
+
     def _group(self, snap: _Snapshot, node: Sequence[int]) -> tuple[IntArray, int]:
         """Dense class ids of the rows of ``snap`` at ``node`` (mixed-radix key, then numbered)."""
         if not node:
             return np.zeros(len(snap.count), dtype=np.int64), 1 if len(snap.count) else 0
-        stride = math.prod(self._widths[a][level] for a, level in enumerate(node))
-        if stride > 2**62:
+        keyed = self._key(snap, node)
+        if keyed is None:
             frame = pd.DataFrame({a: self._labels(snap, a, lv) for a, lv in enumerate(node)})
             ids = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
             return np.asarray(ids, dtype=np.int64), int(ids.max()) + 1 if len(ids) else 0
-        key = self._labels(snap, 0, node[0]).astype(np.int64)
-        for a in range(1, len(node)):
-            key *= self._widths[a][node[a]]
-            key += self._labels(snap, a, node[a])
-        return dense_ids(key, stride)
+        return dense_ids(*keyed)
 
     def _rolled(self, node: tuple[int, ...]) -> tuple[_Snapshot, ClassStats]:
         """The class statistics of ``node`` from the smallest frequency set below it."""
@@ -210,22 +279,63 @@ class Evaluator:
         source = self._snapshot_for(node)
         cls, n_classes = self._group(source, node)
         stats = ClassStats(cls, source.count, source.scodes, self.enc.sensitive, n_classes)
-        rows = len(source.count)
-        if (
-            n_classes * 2 < rows
-            and len(self._snapshots) < 512
-            and self._kept_rows + n_classes <= SNAPSHOT_BUDGET * len(self.enc.count)
-        ):
+        self._keep(node, source, cls, n_classes)
+        self._last = (node, source, stats)
+        return source, stats
+
+    def _keep(
+        self, node: tuple[int, ...], source: _Snapshot, cls: IntArray, n_classes: int
+    ) -> None:
+        """Cache ``node``'s frequency set for later roll-ups when it is much smaller than its source."""
+        if self._wants(len(source.count), n_classes):
             snap = _snapshot(source, cls, n_classes)
-            if len(snap.count) * 3 < rows * 2:
+            if len(snap.count) * 3 < len(source.count) * 2:
                 self._snapshots.append(snap)
                 self._specs.append(node)
                 self._rows.append(len(snap.count))
                 self._kept_rows += len(snap.count)
                 self._spec_array = np.asarray(self._specs)
                 self._row_array = np.asarray(self._rows)
-        self._last = (node, source, stats)
-        return source, stats
+
+    def _wants(self, rows: int, n_classes: int) -> bool:
+        return (
+            n_classes * 2 < rows
+            and len(self._snapshots) < 512
+            and self._kept_rows + n_classes <= SNAPSHOT_BUDGET * len(self.enc.count)
+        )
+
+    def _fast_suppressed(self, node: tuple[int, ...]) -> int | None:
+        """Records the monotone models suppress at ``node``, or None to take the general path.
+
+        The monotone models are k-anonymity and distinct ℓ-diversity, which read only class
+        sizes and distinct values per class: sizes are counted straight into the key space (for
+        k alone, no class numbering at all), and classes are numbered from the same counts.
+        """
+        if self._thresholds is None or not node:
+            return None
+        k, ell = self._thresholds
+        source = self._snapshot_for(node)
+        rows = len(source.count)
+        keyed = self._key(source, node)
+        if keyed is None or keyed[1] > 4 * rows + 65_536:
+            return None
+        key, stride = keyed
+        sizes = np.bincount(key, weights=source.count, minlength=stride)
+        present = sizes > 0
+        if ell < 2 and not self._wants(rows, int(np.count_nonzero(present))):
+            return int(sizes[sizes < k].sum())
+        cls, n_classes = _number(present, key)  # the numbering of dense_ids
+        self._keep(node, source, cls, n_classes)
+        size = sizes[present]
+        ok = size >= k
+        for codes, sens in zip(source.scodes, self.enc.sensitive, strict=True):
+            if ell < 2:
+                break
+            distinct = _distinct(cls, codes, n_classes, sens.m, 4 * rows + 65_536)
+            if distinct is None:
+                return None
+            ok &= distinct >= ell
+        return int(size[~ok].sum())
 
     def _loss(
         self, node: tuple[int, ...], source: _Snapshot, stats: ClassStats, ok: BoolArray
@@ -257,10 +367,12 @@ class Evaluator:
             return hit.mono_suppressed
         known = self._mono.get(node)
         if known is None:
+            known = self._fast_suppressed(node)
+        if known is None:
             _, stats = self._rolled(node)
             ok = self.passing(stats, self.mono)
             known = int(stats.size[~ok].sum())
-            self._mono[node] = known
+        self._mono[node] = known
         return known
 
     def _snapshot_for(self, node: tuple[int, ...]) -> _Snapshot:
@@ -356,9 +468,11 @@ def all_nodes(heights: Sequence[int]) -> IntArray:
             fix="use fewer quasi-identifiers or hierarchies with fewer levels, or Mondrian "
             "(algorithm = 'mondrian').",
         )
-    return np.array(
-        list(itertools.product(*(range(h + 1) for h in heights))), dtype=np.int64
-    ).reshape(total, len(heights))
+    if not heights:
+        return np.zeros((1, 0), dtype=np.int64)
+    # the grid's coordinates in C order: the order of itertools.product
+    grid = np.indices(tuple(h + 1 for h in heights), dtype=np.int64)
+    return np.ascontiguousarray(grid.reshape(len(heights), total).T)
 
 
 def _key(result: NodeResult) -> tuple[float, int, tuple[int, ...]]:
@@ -472,14 +586,25 @@ def _flash(ev: Evaluator, nodes: IntArray, status: np.ndarray, progress: Progres
     for a in range(len(heights) - 2, -1, -1):
         radix[a] = radix[a + 1] * (heights[a + 1] + 1)
     order = np.argsort(nodes.sum(axis=1), kind="stable")
-    small = nodes.astype(np.int16)
     hs = [int(h) for h in heights]
     rad = [int(r) for r in radix]
+    # A node's cone (its generalisations, or its specialisations) is a box of the lattice; with
+    # nodes numbered in mixed radix its indices are sums of one offset per attribute.
+    up = [[radix[a] * np.arange(lv, h + 1) for lv in range(h + 1)] for a, h in enumerate(hs)]
+    down = [[radix[a] * np.arange(lv + 1) for lv in range(h + 1)] for a, h in enumerate(hs)]
+
+    def tag(levels: list[int], offsets: list[list[IntArray]], value: int) -> None:
+        box = offsets[0][levels[0]]
+        for a in range(1, len(levels)):
+            box = (box[:, None] + offsets[a][levels[a]]).ravel()
+        status[box[status[box] == 0]] = value
+
     for start in order[status[order] == 0]:
         if status[start] != 0:
             continue
         path = [int(start)]
         current = [int(x) for x in nodes[start]]
+        levels = [list(current)]
         while True:
             step = -1
             # climb along the attribute with the most levels left, through unsettled nodes
@@ -491,16 +616,15 @@ def _flash(ev: Evaluator, nodes: IntArray, status: np.ndarray, progress: Progres
                 break
             current[step] += 1
             path.append(path[-1] + rad[step])
+            levels.append(list(current))
         lo, hi = 0, len(path) - 1
         while lo <= hi:
             mid = (lo + hi) // 2
-            idx = path[mid]
-            open_ = np.flatnonzero(status == 0)
-            if ev.mono_suppressed(tuple(int(x) for x in nodes[idx])) <= ev.limit:
-                status[open_[(small[open_] >= small[idx]).all(axis=1)]] = 1
+            if ev.mono_suppressed(tuple(levels[mid])) <= ev.limit:
+                tag(levels[mid], up, 1)
                 hi = mid - 1
             else:
-                status[open_[(small[open_] <= small[idx]).all(axis=1)]] = -1
+                tag(levels[mid], down, -1)
                 lo = mid + 1
         if progress is not None:
             progress(int(np.count_nonzero(status)) // 2, len(nodes))
