@@ -52,9 +52,10 @@ class LiveGateway:
     Args:
         config: the configuration file.
         issue: ``role:name`` principals whose start-up tokens are read from the output.
+        workers: how many worker processes serve it (``dalenius serve --workers``).
     """
 
-    def __init__(self, config: Path, *, issue: tuple[str, ...] = ()) -> None:
+    def __init__(self, config: Path, *, issue: tuple[str, ...] = (), workers: int = 1) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [
@@ -71,6 +72,8 @@ class LiveGateway:
         ]
         for item in issue:
             command += ["--issue-token", item]
+        if workers > 1:
+            command += ["--workers", str(workers)]
         env = os.environ | {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env

@@ -48,16 +48,21 @@ def schema_url() -> Iterator[tuple[str, str]]:
         admin.close()
 
 
-@pytest.fixture
-def pair(tmp_path: Path, schema_url: tuple[str, str]) -> Iterator[tuple[LiveGateway, LiveGateway]]:
-    url, _ = schema_url
-    config = write_config(
-        tmp_path / "gateway.toml",
+def roomy_config(folder: Path, url: str, running: int) -> Path:
+    """A configuration on ``url`` whose rate limits never bind, ``running`` queries at once."""
+    return write_config(
+        folder / "gateway.toml",
         url,
         requests_per_minute=100_000,
         burst=10_000,
-        concurrent_queries=REQUESTS,
+        concurrent_queries=running,
     )
+
+
+@pytest.fixture
+def pair(tmp_path: Path, schema_url: tuple[str, str]) -> Iterator[tuple[LiveGateway, LiveGateway]]:
+    url, _ = schema_url
+    config = roomy_config(tmp_path, url, REQUESTS)
     first = LiveGateway(config, issue=("curator:root",))
     try:
         second = LiveGateway(config)

@@ -4,8 +4,10 @@ The command line and the server are independent siblings (neither imports the ot
 command hands uvicorn the server's application factory by import string —
 ``dalenius.server.app:from_environment`` — and passes its settings through environment variables
 the factory reads: ``DALENIUS_GATEWAY_CONFIG``, ``DALENIUS_GATEWAY_DEMO``,
-``DALENIUS_GATEWAY_LISTEN`` and ``DALENIUS_GATEWAY_ISSUE``. It needs ``pip install
-'dalenius[server]'``.
+``DALENIUS_GATEWAY_LISTEN`` and ``DALENIUS_GATEWAY_ISSUE``. With ``--workers N`` it first calls
+``prepare_workers`` of the same module, found by the same string, so that the demo and the
+start-up tokens are prepared once before uvicorn starts N worker processes on one socket. It
+needs ``pip install 'dalenius[server]'``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import importlib.util
 import os
 import socket
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -67,12 +70,35 @@ def register(sub: Any) -> None:
         ),
     )
     parser.add_argument(
+        "--workers",
+        type=_worker_count,
+        default=1,
+        metavar="N",
+        help=(
+            "serve from N processes on one port (default 1); they share the ledger and the "
+            "gateway's records, so these must be a SQLite file or PostgreSQL"
+        ),
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=("critical", "error", "warning", "info", "debug"),
         help="how much the server logs (default: info)",
     )
     parser.set_defaults(func=run_serve)
+
+
+MAX_WORKERS = 64
+
+
+def _worker_count(text: str) -> int:
+    """``--workers``: a whole number from 1 to :data:`MAX_WORKERS`."""
+    if not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {text!r} "
+            "(one or two per CPU core is plenty)"
+        )
+    return int(text)
 
 
 def _require_extra() -> Any:
@@ -147,13 +173,21 @@ def run_serve(args: argparse.Namespace) -> int:
     else:
         os.environ["DALENIUS_GATEWAY_CONFIG"] = str(Path(args.config).resolve())
         os.environ.pop("DALENIUS_GATEWAY_DEMO", None)
-    uvicorn.run(
-        FACTORY,
-        factory=True,
-        host=host,
-        port=port,
-        log_level=args.log_level,
-        access_log=False,  # the gateway keeps its own request log
-        server_header=False,
-    )
+    settings: dict[str, Any] = {
+        "factory": True,
+        "host": host,
+        "port": port,
+        "log_level": args.log_level,
+        "access_log": False,  # the gateway keeps its own request log
+        "server_header": False,
+    }
+    if args.workers == 1:
+        uvicorn.run(FACTORY, **settings)
+        return EXIT_OK
+    # The demo and the start-up tokens are prepared once, here; then uvicorn's supervisor starts
+    # the workers on one listening socket, each opening the gateway from the environment.
+    with tempfile.TemporaryDirectory(prefix="dalenius-serve-") as folder:
+        app = importlib.import_module(FACTORY.partition(":")[0])
+        app.prepare_workers(str(Path(folder) / "slots.lock"))
+        uvicorn.run(FACTORY, workers=args.workers, **settings)
     return EXIT_OK

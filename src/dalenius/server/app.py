@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from dalenius import __version__
-from dalenius.core.errors import DaleniusError, EvaluationFailed, UserError
+from dalenius.core.errors import ConfigurationError, DaleniusError, EvaluationFailed, UserError
 from dalenius.server.config import GatewayConfig, load_config, with_listen
 from dalenius.server.errors import (
     InvalidRequestError,
@@ -35,7 +35,7 @@ from dalenius.server.errors import (
 from dalenius.server.gateway import Gateway
 from dalenius.server.middleware import GatewayMiddleware, SignInMiddleware
 from dalenius.server.routes import analyst, curator, ldp, releases
-from dalenius.server.startup import issue_from_environment, prepare_demo
+from dalenius.server.startup import DEMO_CONFIG, issue_from_environment, prepare_demo
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -167,21 +167,63 @@ def from_environment() -> FastAPI:
     folder instead (its data, configuration and tokens are prepared first);
     ``DALENIUS_GATEWAY_LISTEN`` (``host:port``) overrides the address the configuration gives;
     ``DALENIUS_GATEWAY_ISSUE`` (``role:name,…``) creates those principals if missing and prints a
-    new token for each.
+    new token for each; ``DALENIUS_GATEWAY_SLOTS`` names the lock file through which the worker
+    processes of one gateway share the running-query limits (set by :func:`prepare_workers`).
     """
     env = dict(os.environ)
     try:
-        demo = env.get("DALENIUS_GATEWAY_DEMO")
-        listen = env.get("DALENIUS_GATEWAY_LISTEN")
-        if demo:
-            service = prepare_demo(Path(demo), listen)
-        else:
-            path = env.get("DALENIUS_GATEWAY_CONFIG")
-            config = load_config(path) if path else GatewayConfig()
-            service = Gateway(with_listen(config, listen))
+        service = _open_from(env)
         issue_from_environment(service, env.get("DALENIUS_GATEWAY_ISSUE", ""))
     except UserError as error:
         # uvicorn would print a traceback; a configuration mistake deserves its message only.
         print(f"error: {error}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     return create_app(gateway=service)
+
+
+def _open_from(env: dict[str, str]) -> Gateway:
+    """The gateway the environment describes (the demo prepared first, if it names one)."""
+    demo = env.get("DALENIUS_GATEWAY_DEMO")
+    listen = env.get("DALENIUS_GATEWAY_LISTEN")
+    if demo:
+        return prepare_demo(Path(demo), listen)
+    path = env.get("DALENIUS_GATEWAY_CONFIG")
+    config = load_config(path) if path else GatewayConfig()
+    return Gateway(with_listen(config, listen), shared_slots=env.get("DALENIUS_GATEWAY_SLOTS"))
+
+
+def prepare_workers(slots_file: str) -> None:
+    """Do once, before ``dalenius serve --workers N`` starts its workers, what must happen once.
+
+    The demo is prepared and the start-up tokens are issued and printed here, in the supervising
+    process; the environment is then left so that each worker only opens the gateway from the
+    configuration file and shares the running-query limits through ``slots_file``. Several
+    workers need records they all see: a SQLite file or PostgreSQL, not ``memory:``.
+
+    Raises:
+        SystemExit: a configuration mistake (its message printed), or a ``memory:`` store.
+    """
+    env = os.environ
+    try:
+        service = _open_from(dict(env))
+        try:
+            config = service.config
+            for key, url in (("ledger", config.ledger), ("state", config.state_url)):
+                if url.strip().startswith("memory:"):
+                    raise ConfigurationError(
+                        f"--workers needs a {key} every worker shares, and {key} = 'memory:' "
+                        "lives in one process.",
+                        fix=f"set [gateway] {key} to a SQLite file or a postgresql:// URL, or "
+                        "serve with one worker.",
+                    )
+            issue_from_environment(service, env.get("DALENIUS_GATEWAY_ISSUE", ""))
+        finally:
+            service.close()
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    demo = env.pop("DALENIUS_GATEWAY_DEMO", None)
+    if demo:
+        env["DALENIUS_GATEWAY_CONFIG"] = str(Path(demo) / DEMO_CONFIG)
+    env["DALENIUS_GATEWAY_ISSUE"] = ""
+    env["DALENIUS_GATEWAY_SLOTS"] = slots_file

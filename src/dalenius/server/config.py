@@ -17,7 +17,7 @@ serve the same datasets, analysts and budgets. Example::
     requests_per_minute = 600             # per token, shared by every process on the database
     burst = 60
     tracked_clients = 10000
-    concurrent_queries = 2                # per principal, running at once in one process
+    concurrent_queries = 2                # per principal, running at once in one gateway
     query_workers = 8                     # threads running explain and query in one process
     query_seconds = 30                    # the engine's time limit for one query
     min_epsilon = 0.001                   # the smallest epsilon one query may spend
@@ -75,7 +75,8 @@ class Limits:
         tracked_clients: how many clients' rate counters are kept; the least recently seen is
             forgotten first, so memory stays bounded whatever the number of clients.
         concurrent_queries: how many explain or query requests one principal may have running at
-            once in one process; more are refused at once (429), before anything is read.
+            once in one gateway (the workers of one ``dalenius serve --workers N`` together);
+            more are refused at once (429), before anything is read.
         query_workers: how many threads of one process run explain and query; every other
             request has its own threads, so sign-in and listings stay responsive.
         query_seconds: the engine's time limit for the exact aggregates of one query.

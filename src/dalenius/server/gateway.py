@@ -139,6 +139,9 @@ class Gateway:
         config: the gateway's settings.
         ledger: an open ledger to use instead of opening ``config.ledger``.
         store: an open state store to use instead of opening ``config.state_url``.
+        shared_slots: the lock file through which the worker processes of one ``dalenius serve
+            --workers N`` share each principal's running-query limit (``None``: this process
+            alone; see :mod:`dalenius.server.slots`).
     """
 
     def __init__(
@@ -147,6 +150,7 @@ class Gateway:
         *,
         ledger: Ledger | None = None,
         store: StateStore | None = None,
+        shared_slots: str | None = None,
     ) -> None:
         self.config = config
         self.ledger = ledger if ledger is not None else open_ledger(config.ledger)
@@ -160,7 +164,7 @@ class Gateway:
             burst=limits.burst,
             capacity=limits.tracked_clients,
         )
-        self.slots = Slots(limits.concurrent_queries)
+        self.slots = Slots(limits.concurrent_queries, shared_slots)
         # Explain and query run on their own threads, sign-in on others: a principal's slow
         # queries can fill only the query pool, never the threads that admit other requests.
         self.query_pool = ThreadPoolExecutor(
@@ -814,6 +818,7 @@ class Gateway:
         self.datasets.close()
         self.ledger.close()
         self.store.close()
+        self.slots.close()
 
 
 def _columns(result: SyntheticResult) -> dict[str, list[str]]:
