@@ -44,6 +44,7 @@ def catalogs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         "heavy": datasets.write_visits(folder, "heavy", heavy),
         "messy": datasets.write_messy(folder),
         "mixed": datasets.write_mixed(folder),
+        "many": datasets.write_mixed(folder, "many"),
         "adult_shuffled": datasets.shuffled_adult(folder),
     }
 

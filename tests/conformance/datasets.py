@@ -116,8 +116,13 @@ amount = { type = "float", bounds = [0, 100] }
 """
 
 
-def write_mixed(folder: Path) -> Catalog:
-    """The ``mixed`` dataset: 600 units with 1 to 6 rows over 1 to 4 days, some keys NULL."""
+def write_mixed(folder: Path, name: str = "mixed") -> Catalog:
+    """The ``mixed`` dataset: 600 units with 1 to 6 rows over 1 to 4 days, some keys NULL.
+
+    ``name = "many"`` writes the same rows with caps of 6 rows in 6 groups per unit (every unit
+    within them, so every engine keeps every row), and a GROUP BY without public keys uses
+    weighted selection (units by degree, one to six groups).
+    """
     rng = np.random.Generator(np.random.PCG64(5))  # test data only, never noise
     rows = []
     for pid in range(1, 601):
@@ -127,9 +132,14 @@ def write_mixed(folder: Path) -> Catalog:
             flag = None if rng.random() < 0.1 else bool(rng.random() < 0.5)
             rows.append([pid, rng.choice(days), flag, code, round(float(rng.uniform(-20, 150)), 2)])
     frame = pd.DataFrame(rows, columns=["pid", "day", "flag", "code", "amount"])
-    frame.sample(frac=1, random_state=9).to_csv(folder / "mixed.csv", index=False)
-    (folder / "mixed.toml").write_text(MIXED_TOML)
-    return load_catalog(folder / "mixed.toml")
+    frame.sample(frac=1, random_state=9).to_csv(folder / f"{name}.csv", index=False)
+    toml = MIXED_TOML
+    if name != "mixed":
+        toml = toml.replace('name = "mixed"', f'name = "{name}"')
+        toml = toml.replace('csv = "mixed.csv"', f'csv = "{name}.csv"')
+        toml = toml.replace("max_rows = 3, max_groups = 2", "max_rows = 6, max_groups = 6")
+    (folder / f"{name}.toml").write_text(toml)
+    return load_catalog(folder / f"{name}.toml")
 
 
 def write_messy(folder: Path) -> Catalog:

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.tampered import TamperedSession, budgeted_session
 
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.engine.noise import LossDefect, audited_loss, build_mechanisms, check_reserved
-from dalenius.engine.session import Prepared, Session, connect
 from dalenius.plan.nodes import DPQuery
 
 QUERIES = [
@@ -35,19 +35,8 @@ QUERIES = [
 ]
 
 
-class _Tampered(Session):
-    """A session whose planner has a bug: ``tamper`` rewrites every prepared plan."""
-
-    tamper: Any = None
-
-    def prepare(self, sql: str, epsilon: Any = None, delta: Any = None, **kw: Any) -> Prepared:
-        prepared = super().prepare(sql, epsilon, delta, **kw)
-        return replace(prepared, plan=type(self).tamper(prepared.plan))
-
-
-def _session(catalog: Path, cls: type[Session] = Session) -> Session:
-    base = connect(catalog, budget=ApproxDP(Fraction(10), Fraction(1, 1000)))
-    return cls(base.catalog, ledger=base.ledger, executor=base.executor, analyst=base.analyst)
+_Tampered = TamperedSession
+_session = budgeted_session
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ Everything a privacy reviewer must check about a query's release is in this modu
    unit, join multiplicities) and from its clipping (:class:`~dalenius.plan.nodes.Clip`, the
    per-row reach in grid units); a mechanism calibrated to a smaller sensitivity than that costs
    proportionally more (``ε · Δ_true / Δ_calibrated``); the selections' ε and the partition
-   selection's δ are added (basic composition), and the selection threshold is re-derived.
+   selection's δ are added (basic composition), and the selection threshold is re-derived (for
+   weighted Gaussian selection: its whole calibration, from the plan's ε share, δ and caps).
 3. :func:`check_reserved` refuses — as a defect, before the data gate — a plan whose audited loss
    exceeds what the ledger reserved for it. The session then returns the reservation (nothing is
    spent, nothing released) and the ledger keeps the audit line.
@@ -45,8 +46,10 @@ from dalenius.mechanisms.partition_selection import (
     select_groups,
     truncated_selection,
 )
-from dalenius.plan.nodes import DPQuery, Measurement, Statistic
+from dalenius.mechanisms.weighted_selection import WeightedCalibration, select_weighted
+from dalenius.plan.nodes import VECTOR_KINDS, DPQuery, Measurement, Statistic
 from dalenius.plan.noise import mechanism_for
+from dalenius.plan.selection import weighted_calibration
 
 GroupKeyTuple = tuple[Key | None, ...]
 
@@ -96,21 +99,28 @@ class Mechanisms:
         laplace: per noisy measurement name, its discrete Laplace mechanism (``None`` for a
             measurement of sensitivity zero, which is data-independent and released as is).
         selections: per statistic index, the permute-and-flip selection of a quantile's bin.
+        weighted: the weighted Gaussian partition selection, when the plan uses one.
     """
 
     laplace: Mapping[str, IntegerLaplace | None]
     selections: Mapping[int, PermuteAndFlip]
+    weighted: WeightedCalibration | None = None
 
 
 def build_mechanisms(plan: DPQuery) -> Mechanisms:
     """Every mechanism the release of ``plan`` draws from (built once, before the data gate)."""
-    laplace = {m.name: mechanism_for(m) for m in plan.measurements if m.kind != "histogram"}
+    laplace = {m.name: mechanism_for(m) for m in plan.measurements if m.kind not in VECTOR_KINDS}
     selections = {
         i: PermuteAndFlip(plan.measurement(s.inputs[0]).sensitivity_units, s.epsilon)
         for i, s in enumerate(plan.statistics)
         if s.kind == "quantile"
     }
-    return Mechanisms(laplace=laplace, selections=selections)
+    weighted = None
+    sel = plan.selection
+    if sel is not None and plan.measurement(sel.measurement).kind == "degrees":
+        m = plan.measurement(sel.measurement)
+        weighted = weighted_calibration(m.epsilon, sel.delta, len(m.edges) - 1).calibration
+    return Mechanisms(laplace=laplace, selections=selections, weighted=weighted)
 
 
 # -- the bottom-up audit ------------------------------------------------------------------------
@@ -158,6 +168,9 @@ def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP:
     for m in plan.measurements:
         if m.kind == "histogram":
             continue
+        if m.kind == "degrees":
+            epsilon += _weighted_epsilon(plan, m, mechanisms)
+            continue
         if m.name not in mechanisms.laplace:
             raise LossDefect(f"the measurement {m.name} has no mechanism")
         mech = mechanisms.laplace[m.name]
@@ -176,8 +189,37 @@ def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP:
         epsilon += _scaled(selection.epsilon, required, selection.sensitivity, f"quantile {i}")
     if plan.selection is None:
         return PureDP(epsilon)
-    _check_threshold(plan, mechanisms)
+    if plan.measurement(plan.selection.measurement).kind != "degrees":
+        _check_threshold(plan, mechanisms)
     return ApproxDP(epsilon, plan.selection.delta)
+
+
+def _weighted_epsilon(plan: DPQuery, m: Measurement, mechanisms: Mechanisms) -> Fraction:
+    """The ε of a weighted Gaussian selection, after checking it against a fresh calibration.
+
+    The degree cap is recomputed from the contribution bounding (``min(R, G)`` for an enforced
+    id unit); the mechanism must cover at least that many groups per unit and use exactly the
+    grid, weights and noise of the calibration for the plan's ε share and δ, and a threshold no
+    lower. Then it is (ε share, δ)-DP (``docs/mechanisms/partition_selection.md``).
+    """
+    sel = plan.selection
+    used = mechanisms.weighted
+    bounding = plan.bounding
+    if sel is None or sel.measurement != m.name or used is None or not bounding.enforced:
+        raise LossDefect(f"the units-by-degree measurement {m.name} has no weighted selection")
+    required = min(bounding.max_rows, bounding.max_groups)
+    needed = weighted_calibration(m.epsilon, sel.delta, required).calibration
+    if (
+        used.max_groups < required
+        or (used.grid, used.weights, used.sigma2) != (needed.grid, needed.weights, needed.sigma2)
+        or min(used.threshold, sel.threshold) < needed.threshold
+        or len(m.edges) - 1 != used.max_groups
+    ):
+        raise LossDefect(
+            f"the weighted selection on {m.name} is not calibrated for {required} groups per "
+            f"unit at ε = {m.epsilon}, δ = {sel.delta}"
+        )
+    return m.epsilon
 
 
 def _check_threshold(plan: DPQuery, mechanisms: Mechanisms) -> None:
@@ -258,8 +300,11 @@ def add_noise(plan: DPQuery, exact: Exact, mechanisms: Mechanisms | None = None)
     noisy_all: dict[str, list[int]] = {}
     keep = list(range(len(exact.groups)))
     sel = plan.selection
+    if mechs.weighted is not None and sel is not None:
+        degrees = exact.histograms[sel.measurement]
+        keep = [int(i) for i in np.flatnonzero(select_weighted(degrees, mechs.weighted))]
     for m in plan.measurements:
-        if m.kind == "histogram":
+        if m.kind in VECTOR_KINDS:
             continue
         mech = mechs.laplace[m.name]
         exact_m = exact.scalars[m.name]

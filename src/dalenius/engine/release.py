@@ -31,12 +31,21 @@ from typing import Any
 
 import numpy as np
 
+from dalenius.core.errors import InternalError
 from dalenius.engine.noise import Exact, GroupKeyTuple, Noisy
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
 from dalenius.plan.expr import Col, aggregates_read, columns
-from dalenius.plan.nodes import DPQuery, Measurement, OrderItem, Statistic, agg_ref, key_ref
+from dalenius.plan.nodes import (
+    VECTOR_KINDS,
+    DPQuery,
+    Measurement,
+    OrderItem,
+    Statistic,
+    agg_ref,
+    key_ref,
+)
 from dalenius.plan.noise import error_units
 
 Cell = Any
@@ -59,7 +68,7 @@ def exact_values(
     else:
         groups = _sorted_groups(set(row_keys))
         index = {g: i for i, g in enumerate(groups)}
-    scalars_m = [m for m in plan.measurements if m.kind != "histogram"]
+    scalars_m = [m for m in plan.measurements if m.kind not in VECTOR_KINDS]
     scalars = {m.name: np.zeros(len(groups), dtype=np.int64) for m in scalars_m}
     # Rows outside the public keys are dropped; the rest are written column by column.
     slots = [index.get(key) for key in row_keys]
@@ -70,13 +79,16 @@ def exact_values(
         scalars[m.name][at] = [_bounded(row[column]) for _, row in kept]
     histograms = {}
     for m in plan.measurements:
-        if m.kind != "histogram":
+        if m.kind not in VECTOR_KINDS:
             continue
         counts = np.zeros((len(groups), len(m.edges) - 1), dtype=np.int64)
         for row in histogram_rows.get(m.name, ()):
             i = index.get(key_of(row))
             if i is None or row[n_keys] is None:
                 continue
+            if not 0 <= int(row[n_keys]) < counts.shape[1]:
+                # Bins are in range by construction, and a unit's groups are capped: a defect.
+                raise InternalError(f"{m.name}: bin {row[n_keys]} outside 0..{counts.shape[1] - 1}")
             counts[i, int(row[n_keys])] = _bounded(
                 int(counts[i, int(row[n_keys])]) + _bounded(row[n_keys + 1])
             )

@@ -14,7 +14,10 @@ Steps, in order (each visible in explain output):
    (a distinct-unit count: min(R, G)).
 4. **Selection.** Groups without public keys are released only above a noisy threshold
    calibrated to δ (truncated selection, spending δ exactly); the selection's noisy count is the query's ``COUNT(*)`` when that counts
-   units, otherwise an extra count of distinct units.
+   units, otherwise an extra count of distinct units. When a unit id may hold several groups
+   and the selection has a count of its own, weighted Gaussian selection (each unit weighs
+   ``1/√d`` in each of its ``d`` groups) replaces it where the public model of
+   :func:`dalenius.plan.selection.prefer_weighted` says it releases more groups.
 5. **ε split.** ε is split equally across the noisy measurements and selections (sequential
    composition); each covers all groups at once (parallel composition).
 """
@@ -22,6 +25,7 @@ Steps, in order (each visible in explain output):
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from fractions import Fraction
 
 from dalenius.core.errors import InternalError, InvalidLossError, PrivacyRefusal
@@ -33,6 +37,7 @@ from dalenius.plan.cost import split_equally
 from dalenius.plan.expr import Col, Expr
 from dalenius.plan.functions import Bounds
 from dalenius.plan.nodes import (
+    VECTOR_KINDS,
     AggCall,
     DPQuery,
     Measurement,
@@ -44,6 +49,7 @@ from dalenius.plan.nodes import (
     output_fields,
 )
 from dalenius.plan.noise import mechanism_for
+from dalenius.plan.selection import prefer_weighted, weighted_calibration
 from dalenius.plan.sensitivity import grid_problem, sum_grid, sum_sq_grid
 
 MAX_INT_BINS = 4096
@@ -136,8 +142,8 @@ def to_dp(
     if selection_key is not None:
         assert delta is not None
         name = builder.names[selection_key]
-        m = next(x for x in measurements if x.name == name)
-        selection = _selection(m, delta, builder, query)
+        at = next(i for i, x in enumerate(measurements) if x.name == name)
+        selection, measurements[at] = _selection(measurements[at], delta, builder, query)
         loss = ApproxDP(epsilon, delta)
     _check_mechanisms(measurements, statistics)
     return DPQuery(
@@ -152,7 +158,7 @@ def to_dp(
 def _check_mechanisms(measurements: list[Measurement], statistics: list[Statistic]) -> None:
     """Build every mechanism now, so one that cannot be calibrated is refused before any charge."""
     for m in measurements:
-        if m.kind != "histogram":
+        if m.kind not in VECTOR_KINDS:
             mechanism_for(m)
     for s in statistics:
         if s.kind == "quantile":
@@ -160,7 +166,29 @@ def _check_mechanisms(measurements: list[Measurement], statistics: list[Statisti
             PermuteAndFlip(m.sensitivity_units, s.epsilon)
 
 
-def _selection(m: Measurement, delta: Fraction, builder: _Builder, query: Query) -> Selection:
+def _selection(
+    m: Measurement, delta: Fraction, builder: _Builder, query: Query
+) -> tuple[Selection, Measurement]:
+    """The selection, and its measurement (a count, or units by degree for weighted selection)."""
+    k = builder.l0
+    if (
+        bound_contributions(query).enforced
+        and m.distinct_unit
+        and m.name not in builder.output_names
+        and k > 1
+        and m.epsilon > 0
+        and prefer_weighted(m.epsilon, delta, k)
+    ):
+        weighted = weighted_calibration(m.epsilon, delta, k).calibration
+        degrees = replace(m, kind="degrees", edges=tuple(Fraction(d) for d in range(1, k + 2)))
+        selection = Selection(
+            measurement=m.name,
+            threshold=weighted.threshold,
+            delta=delta,
+            shared=False,
+            mix=Fraction(1),
+        )
+        return selection, degrees
     scale = IntegerLaplace(m.sensitivity_units, m.epsilon).scale
     per_group = 1 if m.distinct_unit or query.unit.kind == "aggregated" else builder.rows
     calibration = truncated_selection(
@@ -171,13 +199,14 @@ def _selection(m: Measurement, delta: Fraction, builder: _Builder, query: Query)
         sensitivity=int(m.sensitivity_units),
     )
     shared = m.name in builder.output_names
-    return Selection(
+    selection = Selection(
         measurement=m.name,
         threshold=calibration.threshold,
         delta=delta,
         shared=shared,
         mix=calibration.mix,
     )
+    return selection, m
 
 
 class _Builder:

@@ -6,12 +6,14 @@ Explain reads no data and spends nothing; ``query`` later charges exactly the to
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.mechanisms.gaussian import gaussian_error_bar
 from dalenius.plan.accuracy import Allocation
 from dalenius.plan.expr import AggRef, Expr, KeyRef, render
 from dalenius.plan.nodes import (
@@ -31,6 +33,7 @@ from dalenius.plan.nodes import (
     scans,
 )
 from dalenius.plan.noise import error_units, mechanism_for
+from dalenius.plan.selection import weighted_calibration
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,39 @@ def loss_json(loss: PureDP | ApproxDP) -> dict[str, Any]:
     return out
 
 
+def _weighted_cost(
+    plan: DPQuery, m: Measurement, names: Mapping[str, str], confidence: float
+) -> MeasurementCost:
+    """The weighted selection's line: its ε, the noise σ and error bar in units of weight."""
+    assert plan.selection is not None
+    cal = weighted_calibration(m.epsilon, plan.selection.delta, len(m.edges) - 1).calibration
+    sigma = Fraction(math.isqrt(math.ceil(cal.sigma2)) + 1, cal.grid)
+    error = Fraction(gaussian_error_bar(cal.sigma2, Fraction(repr(confidence))), cal.grid)
+    return MeasurementCost(
+        name=m.name,
+        label=m.describe(names) + " [selection]",
+        sensitivity=Fraction(1),
+        epsilon=m.epsilon,
+        scale=sigma,
+        error=float(error),
+        mechanism="weighted discrete Gaussian (L2 sensitivity 1)",
+    )
+
+
+def _weighted_note(plan: DPQuery) -> str:
+    sel = plan.selection
+    assert sel is not None
+    m = plan.measurement(sel.measurement)
+    cal = weighted_calibration(m.epsilon, sel.delta, len(m.edges) - 1).calibration
+    return (
+        f"groups are selected privately by weight: a privacy unit holding d groups (at most "
+        f"{cal.max_groups}) weighs 1/sqrt(d) in each; a group is released when its weight plus "
+        f"discrete Gaussian noise (sigma {math.sqrt(float(cal.sigma2)) / cal.grid:.3g}) is at "
+        f"least {cal.threshold / cal.grid:.4g}; a group held by one privacy unit appears with "
+        f"probability <= {float(sel.delta):g}"
+    )
+
+
 def explain(
     plan: DPQuery, confidence: float, exact_sql: str = "", accuracy: Allocation | None = None
 ) -> Explanation:
@@ -185,6 +221,9 @@ def explain(
     costs = []
     for m in plan.measurements:
         if m.kind == "histogram":
+            continue
+        if m.kind == "degrees":
+            costs.append(_weighted_cost(plan, m, names, confidence))
             continue
         mech = mechanism_for(m)
         scale = mech.scale * m.granularity if mech is not None else Fraction(0)
@@ -235,7 +274,12 @@ def explain(
         if agg.hidden:
             outputs.append((f"(hidden) {agg.label}", _describe_stat(plan, i)))
     notes = []
-    if plan.selection is not None:
+    if (
+        plan.selection is not None
+        and plan.measurement(plan.selection.measurement).kind == "degrees"
+    ):
+        notes.append(_weighted_note(plan))
+    elif plan.selection is not None:
         sel = plan.selection
         notes.append(
             f"groups are selected privately: a group is released when its noisy {sel.measurement} "

@@ -403,7 +403,11 @@ def agg_ref(i: int) -> str:
 
 # -- the DP plan --------------------------------------------------------------------------------
 
-MeasurementKind = Literal["count", "count_distinct", "sum", "sum_sq", "histogram"]
+MeasurementKind = Literal["count", "count_distinct", "sum", "sum_sq", "histogram", "degrees"]
+
+VECTOR_KINDS = ("histogram", "degrees")
+"""Measurements computed as a vector of counts per group and never released with Laplace noise:
+per-bin counts for quantiles, and units per degree for weighted partition selection."""
 
 
 @dataclass(frozen=True)
@@ -464,6 +468,8 @@ class Measurement:
             return f"COUNT(DISTINCT {arg})"
         if self.kind == "histogram":
             return f"bins of {arg} ({len(self.edges) - 1})"
+        if self.kind == "degrees":
+            return f"units by groups held (1..{len(self.edges) - 1})"
         shifted = f"{arg} - {_num(self.center)}" if self.center else arg
         if self.kind == "sum_sq":
             return f"SUM(({shifted})^2)"
@@ -504,6 +510,10 @@ class Selection:
     Truncated selection (:mod:`dalenius.mechanisms.partition_selection`): each group draws, with
     probability ``mix``, the threshold ``threshold`` and noise truncated to ``±(threshold − 1)``,
     otherwise ``threshold + 1`` and noise truncated to ``±threshold``.
+
+    Weighted Gaussian selection (:mod:`dalenius.mechanisms.weighted_selection`), when the
+    measurement is of kind ``degrees``: a group is released when its weight (in grid steps) plus
+    discrete Gaussian noise is at least ``threshold``; ``mix`` is 1 and ``shared`` false.
 
     Attributes:
         measurement: the noisy count used (of distinct units, or of rows for a row unit).

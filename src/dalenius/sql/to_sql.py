@@ -47,6 +47,7 @@ from dalenius.plan.expr import (
 )
 from dalenius.plan.functions import FUNCTIONS
 from dalenius.plan.nodes import (
+    VECTOR_KINDS,
     AggCall,
     DPQuery,
     Filter,
@@ -126,7 +127,7 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             conditions.append(
                 exp.In(this=sql_key.copy(), expressions=[_key_literal(v) for v in key.keys])
             )
-    scalars = [m for m in plan.measurements if m.kind != "histogram"]
+    scalars = [m for m in plan.measurements if m.kind not in VECTOR_KINDS]
     # Only selections (quantiles): the main query still lists the groups present.
     measures = [(m.name, compiler.measurement(m)) for m in scalars] or [
         ("__rows", exp.Count(this=exp.Star()))
@@ -214,7 +215,40 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
             [exp.Not(this=exp.Is(this=compiler.expression(m.arg), expression=exp.Null()))],
         )
         histograms.append((m.name, sql))
+    for m in plan.measurements:
+        if m.kind == "degrees":
+            assert m.arg is not None  # the unit's id, as COUNT(DISTINCT unit) reads it
+            unit = compiler.expression(m.arg).sql(dialect=dialect)
+            sql = degree_counts(prefix, source, key_sql, group_sql, condition_sql, unit, m.name)
+            histograms.append((m.name, sql))
     return ExactSQL(main=main, histograms=tuple(histograms))
+
+
+def degree_counts(
+    prefix: str,
+    source: str,
+    key_sql: list[str],
+    group_sql: list[str],
+    condition_sql: list[str],
+    unit: str,
+    name: str,
+) -> str:
+    """Per group and degree ``d``, the units holding ``d`` groups (bin ``d − 1``), as a histogram.
+
+    One row per (unit, group) pair of the bounded rows, with its unit's number of groups by a
+    window over those pairs, then a count per (group, degree). Integers only, so every engine
+    gives the same counts.
+    """
+    names = ", ".join(f"{k} AS __k{i}" for i, k in enumerate(key_sql))
+    inner = f"SELECT {names}, COUNT(*) OVER (PARTITION BY {unit}) AS __deg FROM {source}"
+    if condition_sql:
+        inner += " WHERE " + " AND ".join(condition_sql)
+    inner += " GROUP BY " + ", ".join([unit, *group_sql])
+    keys = ", ".join(f"__k{i}" for i in range(len(key_sql)))
+    return (
+        f"{prefix}SELECT {keys}, __deg - 1 AS __bin, COUNT(*) AS {name} "
+        f"FROM ({inner}) AS __d GROUP BY {keys}, __deg"
+    )
 
 
 def bounded(
