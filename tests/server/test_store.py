@@ -89,3 +89,25 @@ def test_rate_limit_buckets_of_a_sqlite_file_live_in_a_sidecar_with_its_own_writ
     finally:
         sidecar.close()
         main.close()
+
+
+def test_access_reads_registration_grant_and_floor_in_one_step() -> None:
+    from fractions import Fraction
+
+    store = StateStore("memory:")
+    try:
+        assert store.access("alice", "census") == (None, False, None)
+        store.create_principal("alice", "analyst", by="root")
+        store.create_principal("bob", "analyst", by="root")
+        store.register("census", "/data/census.toml", by="root")
+        registration, granted, floor = store.access("alice", "census")
+        assert registration == store.registration("census")
+        assert (granted, floor) == (False, None)
+        store.grant("alice", "census", by="root")
+        store.set_floor("census", Fraction(1, 50), by="root")
+        assert store.access("alice", "census")[1:] == (True, Fraction(1, 50))
+        assert store.access("bob", "census")[1:] == (False, Fraction(1, 50))
+        store.revoke_grant("alice", "census")
+        assert store.access("alice", "census")[1] is False
+    finally:
+        store.close()

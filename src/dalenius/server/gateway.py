@@ -222,17 +222,18 @@ class Gateway:
     # -- datasets ----------------------------------------------------------------------------
 
     def _registration(self, caller: Caller, name: str) -> Registration:
-        found = self.store.registration(name)
-        visible = found is not None and (
-            caller.is_curator or self.store.is_granted(caller.name, name)
-        )
-        if found is None or not visible:
+        return self._access(caller, name)[0]
+
+    def _access(self, caller: Caller, name: str) -> tuple[Registration, Fraction]:
+        """The registration of a dataset the caller may see, and its ε floor (one read)."""
+        found, granted, own_floor = self.store.access(caller.name, name)
+        if found is None or not (caller.is_curator or granted):
             raise NotFoundError(
                 f"No dataset named {name!r} is available to you.",
                 fix="list the datasets you may use with GET /v1/datasets, or ask a curator "
                 "for a grant.",
             )
-        return found
+        return found, self._floor(own_floor)
 
     def open(self, caller: Caller, name: str) -> OpenDataset:
         """The dataset ``name`` if the caller may see it.
@@ -241,9 +242,13 @@ class Gateway:
             NotFoundError: no such dataset, or not granted to the caller.
             DatasetUnavailableError: registered, but its catalog cannot be opened now.
         """
-        registration = self._registration(caller, name)
+        return self._open(caller, name)[0]
+
+    def _open(self, caller: Caller, name: str) -> tuple[OpenDataset, Fraction]:
+        """:meth:`open`, with the dataset's ε floor per query."""
+        registration, floor = self._access(caller, name)
         try:
-            return self.datasets.get(registration)
+            return self.datasets.get(registration), floor
         except (CatalogError, ConfigurationError) as error:
             _log.warning("dataset %r cannot be opened: %s", name, error)
             raise DatasetUnavailableError(
@@ -311,12 +316,12 @@ class Gateway:
         checked_number("epsilon", epsilon)
         checked_number("delta", delta)
         check_sql_shape(sql)
-        opened = self.open(caller, name)
+        opened, floor = self._open(caller, name)
         with _planning(sql):
             explanation = self._session(caller, opened).explain(
                 sql, epsilon, delta=delta, confidence=confidence, **targets
             )
-        self._check_loss(explanation.loss, opened.catalog.name)
+        self._check_loss(explanation.loss, floor)
         return {"dataset": name, **explanation.to_dict()}
 
     def query(
@@ -339,7 +344,7 @@ class Gateway:
         A failure after the data gate — in the session, or here while the committed answer is
         turned into JSON — is the one fixed :class:`EvaluationFailed` outcome.
         """
-        opened = self.open(caller, name)
+        opened, floor = self._open(caller, name)
         session = self._session(caller, opened)
         try:
             checked_number("epsilon", epsilon)
@@ -349,7 +354,7 @@ class Gateway:
                 explanation = session.explain(
                     sql, epsilon, delta=delta, confidence=confidence, **targets
                 )
-            self._check_loss(explanation.loss, opened.catalog.name)
+            self._check_loss(explanation.loss, floor)
         except UserError as refusal:
             if not _session_refuses(refusal):
                 self._audit_refusal(caller, opened, sql, refusal)
@@ -488,12 +493,12 @@ class Gateway:
         checked_number("delta", delta)
         for query in queries:
             check_sql_shape(str(query.get("sql", "")))
-        opened = self.open(caller, name)
+        opened, floor = self._open(caller, name)
         session = self._session(caller, opened)
         with _planning(str(queries[0].get("sql", "")) if queries else ""):
             plan = session.plan_batch(queries, epsilon, delta=delta, confidence=confidence)
         for item in plan.items:
-            self._check_loss(PureDP(item.allocation.epsilon), opened.catalog.name)
+            self._check_loss(PureDP(item.allocation.epsilon), floor)
         results = [
             self.query(
                 caller,
@@ -511,8 +516,11 @@ class Gateway:
 
     def min_epsilon(self, dataset: str) -> Fraction:
         """The ε floor of one query on ``dataset``: the gateway's, or the curator's if higher."""
+        return self._floor(self.store.floor(dataset))
+
+    def _floor(self, own: Fraction | None) -> Fraction:
+        """The gateway's ε floor, or the dataset's own (``own``) if higher."""
         floor = Fraction(repr(self.config.limits.min_epsilon))
-        own = self.store.floor(dataset)
         return max(floor, own) if own is not None else floor
 
     def set_min_epsilon(self, caller: Caller, name: str, epsilon: Any) -> dict[str, Any]:
@@ -524,9 +532,8 @@ class Gateway:
         self.store.set_floor(name, value, by=caller.name)
         return self.dataset_accounting(name)
 
-    def _check_loss(self, loss: Loss, dataset: str) -> None:
-        """Refuse a query loss outside the accepted range or below the dataset's ε floor."""
-        floor = self.min_epsilon(dataset)
+    def _check_loss(self, loss: Loss, floor: Fraction) -> None:
+        """Refuse a query loss outside the accepted range or below the dataset's ε ``floor``."""
         epsilon = getattr(loss, "epsilon", None)
         if isinstance(epsilon, Fraction) and epsilon < floor:
             raise _LossRefusal(

@@ -218,6 +218,31 @@ class SignInMiddleware:
         self.gateway = gateway
         self.curator_routes = curator_routes
         self.device_routes = list(device_routes)
+        self._kinds: dict[tuple[str, str], str] = {}
+
+    def _kind(self, scope: Scope) -> str:
+        """``device``, ``curator`` or ``any``: who may call the route a request names.
+
+        Matching a request against every route costs more than the rest of its sign-in, and
+        a gateway sees few distinct paths, so the answer is kept per method and path (at most
+        :data:`_KINDS_KEPT` paths of up to :data:`_PATH_KEPT` characters, so memory stays
+        bounded whatever paths clients send; the routes never change while the application
+        runs).
+        """
+        key = (str(scope.get("method", "")), str(scope.get("path", "")))
+        found = self._kinds.get(key)
+        if found is None:
+            if any(route.matches(scope)[0] == Match.FULL for route in self.device_routes):
+                found = "device"
+            elif any(route.matches(scope)[0] == Match.FULL for route in self.curator_routes):
+                found = "curator"
+            else:
+                found = "any"
+            if len(key[1]) <= _PATH_KEPT:
+                if len(self._kinds) >= _KINDS_KEPT:
+                    self._kinds.clear()
+                self._kinds[key] = found
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Sign the request in, or answer its refusal."""
@@ -226,7 +251,7 @@ class SignInMiddleware:
             scope["type"] != "http"
             or not path.startswith("/v1/")
             or path == OPENAPI_PATH
-            or any(route.matches(scope)[0] == Match.FULL for route in self.device_routes)
+            or self._kind(scope) == "device"
         ):
             await self.app(scope, receive, send)
             return
@@ -239,9 +264,7 @@ class SignInMiddleware:
                 self.gateway.sign_in_pool.submit(self.gateway.authenticate, token, address)
             )
             state["caller"] = caller
-            if not caller.is_curator and any(
-                route.matches(scope)[0] == Match.FULL for route in self.curator_routes
-            ):
+            if not caller.is_curator and self._kind(scope) == "curator":
                 raise ForbiddenError(
                     "Only curators may use this endpoint.",
                     why="it changes or reads records of other analysts.",
@@ -252,6 +275,11 @@ class SignInMiddleware:
             return
         await self.app(scope, receive, send)
 
+
+_KINDS_KEPT = 4096
+"""How many (method, path) pairs the sign-in remembers the route kind of."""
+_PATH_KEPT = 256
+"""The longest path whose route kind is remembered."""
 
 OPENAPI_PATH = "/v1/openapi.json"
 """The one API path open without a token: the API's description."""

@@ -547,6 +547,25 @@ class StateStore:
             )
         return bool(rows)
 
+    def access(self, name: str, dataset: str) -> tuple[Registration | None, bool, Fraction | None]:
+        """The dataset's registration, whether ``name`` holds a grant on it, and its ε floor.
+
+        One transaction for what every explain and query checks first.
+        """
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT d.name, d.catalog, d.registered_at, d.registered_by, "
+                "(SELECT COUNT(*) FROM dalenius_gateway_grants g "
+                "WHERE g.principal = ? AND g.dataset = d.name), "
+                "(SELECT f.min_epsilon FROM dalenius_gateway_floors f WHERE f.dataset = d.name) "
+                "FROM dalenius_gateway_datasets d WHERE d.name = ?",
+                (name, dataset),
+            )
+        if not rows:
+            return None, False, None
+        row = rows[0]
+        return _registration(row), int(row[4]) > 0, None if row[5] is None else Fraction(row[5])
+
     # -- epsilon floors ----------------------------------------------------------------------
 
     def set_floor(self, dataset: str, min_epsilon: Fraction | None, *, by: str) -> None:
@@ -588,6 +607,10 @@ class StateStore:
         """
         with self._buckets.transaction(write=True) as tx:
             if self._buckets.dialect is POSTGRES:
+                # A bucket is no record: after a crash of the database server it may come back
+                # as it was a moment earlier (fuller, never stricter), so its commit need not
+                # wait for the disk, and a request's sign-in does not wait for one.
+                tx.run("SET LOCAL synchronous_commit TO off")
                 tx.run(
                     "INSERT INTO dalenius_gateway_buckets (client, tokens, at) VALUES (?, ?, ?) "
                     "ON CONFLICT (client) DO NOTHING",
