@@ -11,7 +11,8 @@ keep-alive connections, in three phases:
 * **cached**: every request repeats a query its analyst was already answered, so it comes from
   the ledger's record at no cost;
 * **mixed**: explains, distinct queries and repeats with budgets that bind, per analyst and on
-  the dataset's total.
+  the dataset's total (another analyst's release of the same query is shared: charged to the
+  analyst's budget, not again to the total).
 
 Checks, afterwards: no 5xx answer; fresh queries all charged and cached ones all free (the
 ledger's charges before and after the phase); in the mixed phase every answer 200 or a 409
@@ -49,8 +50,8 @@ from typing import Any
 
 ANALYSTS = 10
 EPSILON = Fraction(1, 20)
-MIXED_BUDGET = Fraction(1)  # 20 answers per analyst in the mixed phase
-MIXED_CAP = Fraction(6)  # fewer than 10 × 20 answers: the shared cap binds too
+MIXED_ANSWERS = 2  # per analyst in the mixed phase, for each request of each client
+MIXED_TOTAL = 12  # on the dataset, for each request of each client: the shared cap binds too
 FRESH_BUDGET = Fraction(10**6)  # every fresh query is answered
 SERVE = [sys.executable, "-c", "import sys; from dalenius.cli.main import main; sys.exit(main())"]
 REPO = Path(__file__).resolve().parent.parent
@@ -360,10 +361,11 @@ def mixed_phase(args: argparse.Namespace, gateway: Gateway, ledger: Any) -> Phas
     from dalenius.core.loss import PureDP
 
     spent_before = ledger.total_spent("census").epsilon
-    cap = spent_before + MIXED_CAP
+    cap = spent_before + MIXED_TOTAL * args.requests * EPSILON
+    budget = MIXED_ANSWERS * args.requests * EPSILON
     with gateway.admin() as admin:
         admin.put("/v1/datasets/census/total-cap", json={"epsilon": str(cap)}).raise_for_status()
-        tokens = analysts(admin, "mixed", MIXED_BUDGET)
+        tokens = analysts(admin, "mixed", budget)
     before = committed(ledger)
     seconds, results = run_clients(gateway.base, tokens, "mixed", args.requests, args.clients)
     phase = Phase("mixed", seconds, results)
@@ -384,7 +386,7 @@ def mixed_phase(args: argparse.Namespace, gateway: Gateway, ledger: Any) -> Phas
         analyst = f"analyst{i}"  # the client's label: tokens are handed out in this order
         answers = sum(1 for k, _, _, a in results if a == analyst and k in ("charged", "shared"))
         spent = ledger.spent(name, "census")
-        if spent != PureDP(EPSILON * answers) or spent.epsilon > MIXED_BUDGET:
+        if spent != PureDP(EPSILON * answers) or spent.epsilon > budget:
             problems.append(f"{name} spent {spent} for {answers} answers")
         if analyst in refused and ledger.remaining(name, "census").epsilon >= EPSILON:
             problems.append(f"{name} was refused while the budget allowed the query")

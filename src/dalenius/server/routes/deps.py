@@ -70,6 +70,8 @@ async def single_query_values(request: Request, who: Annotated[Caller, Depends(c
 
     It depends on :func:`caller` so that authentication is still checked first.
     """
+    if not request.scope.get("query_string"):
+        return  # most requests have none: parsing nothing costs more than this check
     seen: set[str] = set()
     for key, _ in request.query_params.multi_items():
         if key in seen:
