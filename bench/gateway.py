@@ -19,8 +19,10 @@ ledger's charges before and after the phase); in the mixed phase every answer 20
 budget refusal, the ledger charged exactly the answers released (each analyst within its budget,
 all within the total cap, no refusal while the budget still allowed the query), and its
 integrity check passes. It prints throughput and latency percentiles of each phase and the
-ratios of N workers to one. ``--baseline REF`` first runs the same phases on the gateway of a git
-revision (one worker), so the ratio to it comes from the same run.
+ratios of N workers to one, and the gateway's CPU time per request (its processes', from
+``/proc``: on a loaded machine a steadier comparison than throughput). ``--baseline REF`` first
+runs the same phases on the gateway of a git revision (one worker), so the ratio to it comes from
+the same run.
 
 Run it with ``.venv/bin/python bench/gateway.py --postgres`` (needs the ``server`` extra).
 
@@ -197,7 +199,12 @@ class Phase:
     name: str
     seconds: float
     results: list[tuple[str, int, float, str]]
+    cpu: float = float("nan")  # CPU seconds of the gateway's processes during the phase
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def cpu_per_request(self) -> float:
+        return self.cpu / len(self.results)
 
     @property
     def throughput(self) -> float:
@@ -281,6 +288,26 @@ class Gateway:
             self.process.wait()
 
 
+def cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by process ``root`` and its children (Linux ``/proc``).
+
+    The gateway's own CPU per request does not depend on what else the machine runs, so it
+    compares gateways measured on a loaded machine better than their throughput does.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(entry.name) == root or int(fields[1]) == root:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def analysts(admin: Any, prefix: str, budget: Fraction) -> list[str]:
     tokens = []
     for i in range(ANALYSTS):
@@ -292,8 +319,20 @@ def analysts(admin: Any, prefix: str, budget: Fraction) -> list[str]:
     return tokens
 
 
+def measure(gateway: Gateway, tokens: list[str], phase: str, requests: int, **more: Any) -> Phase:
+    """Run ``phase`` against ``gateway`` and keep what it measured."""
+    before = cpu_seconds(gateway.process.pid)
+    seconds, results = run_clients(gateway.base, tokens, phase, requests, **more)
+    return Phase(phase, seconds, results, cpu_seconds(gateway.process.pid) - before)
+
+
 def run_clients(
-    base: str, tokens: list[str], phase: str, requests: int, clients: int, offset: int = 0
+    base: str,
+    tokens: list[str],
+    phase: str,
+    requests: int,
+    clients: int = 200,
+    offset: int = 0,
 ) -> tuple[float, list[tuple[str, int, float, str]]]:
     command = [sys.executable, __file__, "--client", "--base", base, "--phase", phase]
     command += ["--clients", str(clients), "--requests", str(requests), "--offset", str(offset)]
@@ -323,10 +362,10 @@ def run_gateway(
         ledger = open_ledger(ledger_url)
         # fresh: distinct queries, every one charged.
         before = committed(ledger)
-        seconds, results = run_clients(
-            gateway.base, fresh_tokens, "fresh", args.requests, args.clients, args.offset
+        phase = phases["fresh"] = measure(
+            gateway, fresh_tokens, "fresh", args.requests, clients=args.clients, offset=args.offset
         )
-        phase = phases["fresh"] = Phase("fresh", seconds, results)
+        results = phase.results
         tags = Counter(k for k, _, _, _ in results)
         if tags != Counter({"charged": len(results)}):
             phase.problems.append(f"fresh queries not all charged: {dict(tags)}")
@@ -338,10 +377,10 @@ def run_gateway(
             phase.problems.append(f"warm-up: {Counter(k for k, _, _, _ in with_warm)}")
         before = committed(ledger)
         spent = ledger.total_spent("census")
-        seconds, results = run_clients(
-            gateway.base, fresh_tokens, "cached", args.requests * 2, args.clients
+        phase = phases["cached"] = measure(
+            gateway, fresh_tokens, "cached", args.requests * 2, clients=args.clients
         )
-        phase = phases["cached"] = Phase("cached", seconds, results)
+        results = phase.results
         tags = Counter(k for k, _, _, _ in results)
         if tags != Counter({"cached": len(results)}):
             phase.problems.append(f"repeated queries not all answered from the record: {tags}")
@@ -367,8 +406,8 @@ def mixed_phase(args: argparse.Namespace, gateway: Gateway, ledger: Any) -> Phas
         admin.put("/v1/datasets/census/total-cap", json={"epsilon": str(cap)}).raise_for_status()
         tokens = analysts(admin, "mixed", budget)
     before = committed(ledger)
-    seconds, results = run_clients(gateway.base, tokens, "mixed", args.requests, args.clients)
-    phase = Phase("mixed", seconds, results)
+    phase = measure(gateway, tokens, "mixed", args.requests, clients=args.clients)
+    results = phase.results
     problems = phase.problems
     statuses = Counter(s for _, s, _, _ in results)
     if set(statuses) - {200, 409}:
@@ -422,7 +461,8 @@ def report(label: str, phases: dict[str, Phase]) -> None:
         print(
             f"  {label:<18} {phase.name:<7} {len(phase.results):>6} req {phase.seconds:7.2f} s "
             f"{phase.throughput:8.1f} req/s   p50 {phase.latency(0.5) * 1000:7.1f} ms   "
-            f"p99 {phase.latency(0.99) * 1000:7.1f} ms   {dict(sorted(statuses.items()))}"
+            f"p99 {phase.latency(0.99) * 1000:7.1f} ms   "
+            f"CPU {phase.cpu_per_request * 1000:5.1f} ms/req   {dict(sorted(statuses.items()))}"
         )
         for problem in phase.problems:
             print(f"    PROBLEM: {problem}")
@@ -484,6 +524,11 @@ def main() -> int:
             for name, phase in phases.items()
         )
         print(f"  throughput of {label} ÷ {reference}:   {ratios}")
+        ratios = "   ".join(
+            f"{name} {runs[reference][name].cpu_per_request / phase.cpu_per_request:5.1f}×"
+            for name, phase in phases.items()
+        )
+        print(f"  gateway CPU per request, {reference} ÷ {label}:   {ratios}")
     return 1 if any(p.problems for phases in runs.values() for p in phases.values()) else 0
 
 
