@@ -131,8 +131,8 @@ FLOORS = [
     Floor(
         "Q3",
         "clip every age to [0, 100], then SUM and COUNT",
-        "SELECT SUM(CASE WHEN age < 0 THEN 0 WHEN age > 100 THEN 100 ELSE age END), COUNT(age) "
-        "FROM people",
+        "SELECT SUM(CASE WHEN age BETWEEN 0 AND 100 THEN age WHEN age < 0 THEN 0 "
+        "WHEN age > 100 THEN 100 ELSE age END), COUNT(age) FROM people",
     ),
     Floor(
         "Q7",
