@@ -50,7 +50,7 @@ def test_rate_limits_are_shared_by_gateways_on_one_database(
     tmp_path: Path, demo_catalog: Path
 ) -> None:
     config = GatewayConfig(
-        ledger=str(tmp_path / "gateway.sqlite"), limits=Limits(requests_per_minute=60, burst=4)
+        ledger=str(tmp_path / "gateway.sqlite"), limits=Limits(requests_per_minute=1, burst=4)
     )
     first = build_site(config, demo_catalog)
     second = Gateway(config)  # another process's gateway on the same database
