@@ -13,6 +13,7 @@ import pytest
 from sqlglot import exp
 
 from dalenius.core.catalog import Catalog, parse_catalog
+from dalenius.core.dialect import SPARK
 from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.executors.spark import SparkExecutor, shared_session
 from dalenius.sql.dialects import exact_sum
@@ -127,7 +128,7 @@ def test_an_integer_sum_beyond_bigint_is_exact(tmp_path: Path) -> None:
     big = 2**62
     pq.write_table(pa.table({"n": pa.array([big] * 8, pa.int64())}), tmp_path / "big.parquet")
     cat = catalog(tmp_path, '{ parquet = "big.parquet" }', 'n = "int"')
-    exact = exact_sum(exp.column("n", quoted=True), "spark").sql("spark")
+    exact = exact_sum(exp.column("n", quoted=True), SPARK).sql("spark")
     with SparkExecutor(cat) as ex:
         ex.prepare(cat.tables[0])
         assert ex.fetch(f'SELECT {exact} FROM "t"') == [(8 * big,)]

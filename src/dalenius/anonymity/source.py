@@ -17,17 +17,10 @@ from typing import Any
 import duckdb
 
 from dalenius.core.catalog import Table
+from dalenius.core.dialect import DUCKDB
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.frames import FRAME_KIND
-from dalenius.executors.duckdb import scannable
-
-_DUCKDB_TYPES = {
-    "int": "BIGINT",
-    "float": "DOUBLE",
-    "str": "VARCHAR",
-    "bool": "BOOLEAN",
-    "date": "DATE",
-}
+from dalenius.executors.duckdb import DUCKDB_TYPES, scannable
 
 SOURCE_TABLE = "src"
 
@@ -67,9 +60,8 @@ class Loaded:
         )
 
 
-def quote(name: str) -> str:
-    """A DuckDB identifier, double-quoted."""
-    return '"' + name.replace('"', '""') + '"'
+quote = DUCKDB.quote
+"""A DuckDB identifier, double-quoted."""
 
 
 def load(data: Any, *, threads: int | None = None) -> Loaded:
@@ -151,7 +143,7 @@ def _converted(name: str, col_type: str) -> str:
     q = quote(name)
     if col_type == "str":
         return f"NULLIF(CAST({q} AS VARCHAR), '') AS {q}"
-    return f"TRY_CAST({q} AS {_DUCKDB_TYPES[col_type]}) AS {q}"
+    return f"TRY_CAST({q} AS {DUCKDB_TYPES[col_type]}) AS {q}"
 
 
 def distinct_values(loaded: Loaded, column: str) -> list[Any]:

@@ -109,15 +109,9 @@ class _Profiler:
         self.executor = executor
         self.table = table
         self.max_row_count = max_row_count
-        spark = executor.dialect == "spark"
-        self.text = "STRING" if spark else "VARCHAR"
+        self.quote = executor.dialect.quote
+        self.text = executor.dialect.text_type
         self.relation = self.quote(table.name)
-
-    def quote(self, name: str) -> str:
-        """``name`` as an identifier of the engine's dialect (Spark: backticks)."""
-        if self.text == "STRING":
-            return "`" + name.replace("`", "``") + "`"
-        return '"' + name.replace('"', '""') + '"'
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         return self.executor.fetch(sql)

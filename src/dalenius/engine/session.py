@@ -844,10 +844,10 @@ class Session:
                 f"the join multiplicity of {table_name!r} would read a private table"
             )
         self.executor.prepare(table)
-        name = table.name.replace('"', '""')
-        col = column.replace('"', '""')
+        quote = self.executor.dialect.quote
+        name, col = quote(table.name), quote(column)
         rows = self.executor.fetch(
-            f'SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM "{name}" WHERE "{col}" IS NOT NULL GROUP BY "{col}") AS m'
+            f"SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM {name} WHERE {col} IS NOT NULL GROUP BY {col}) AS m"
         )
         value = rows[0][0] if rows and rows[0][0] is not None else 0
         if value > MAX_JOIN_MULTIPLICITY:

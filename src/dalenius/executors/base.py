@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.core.catalog import Catalog, Table
+from dalenius.core.dialect import Dialect
 from dalenius.core.errors import ExecutionError
 
 Row = tuple[Any, ...]
@@ -21,10 +22,12 @@ class Executor(abc.ABC):
     """Runs exact aggregate SQL over the catalog's tables in one engine.
 
     Attributes:
-        dialect: the sqlglot dialect the engine speaks (``duckdb``, ``postgres``, ``spark``).
+        dialect: the SQL the engine speaks (:data:`~dalenius.core.dialect.DUCKDB`,
+            :data:`~dalenius.core.dialect.POSTGRES` or :data:`~dalenius.core.dialect.SPARK`):
+            the exact SQL is written for it, and the executor quotes its own statements with it.
     """
 
-    dialect: str
+    dialect: Dialect
     time_limit: float | None = None
     """Seconds one :meth:`fetch` may run before the engine stops it (``None``: no limit)."""
 
@@ -45,7 +48,7 @@ class Executor(abc.ABC):
     @property
     def engine_version(self) -> str:
         """The engine's name and version (deadlines are calibrated per engine version)."""
-        return self.dialect
+        return str(self.dialect)
 
     def interrupt(self, thread: int) -> None:  # noqa: B027 - optional hook
         """Stop the query ``thread`` is running now, if the engine can (called from another thread)."""

@@ -81,13 +81,3 @@ def sql_string(text: str) -> str:
         "'it''s'"
     """
     return "'" + text.replace("'", "''") + "'"
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as a double-quoted SQL identifier (PostgreSQL; Spark uses backticks instead).
-
-    Example:
-        >>> quote_ident('we"ird')
-        '"we""ird"'
-    """
-    return '"' + name.replace('"', '""') + '"'

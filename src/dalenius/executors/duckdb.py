@@ -31,6 +31,7 @@ import threading
 import duckdb
 
 from dalenius.core.catalog import Catalog, Column, Table
+from dalenius.core.dialect import DUCKDB
 from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.core.frames import FRAME_KIND, frame_type
 from dalenius.core.rng import system_random
@@ -69,7 +70,7 @@ class DuckDBExecutor(Executor):
         [(3,)]
     """
 
-    dialect = "duckdb"
+    dialect = DUCKDB
 
     def __init__(
         self,
@@ -182,8 +183,7 @@ class DuckDBExecutor(Executor):
                         fix="point a duckdb source at a .duckdb file, or use csv or parquet.",
                     ) from None
                 self._attached[source.location] = alias
-            inner = (source.table or table.name).replace('"', '""')
-            return f'{alias}."{inner}"'
+            return f"{alias}.{DUCKDB.quote(source.table or table.name)}"
         raise CatalogError(
             f"the DuckDB executor cannot read {source.kind} sources.",
             table=table.name,
@@ -197,7 +197,7 @@ class DuckDBExecutor(Executor):
             name = f"__frame_{len(self._frames)}"
             self._con.register(name, scannable(table.source.frame))
             self._frames[table.name] = name
-        return f'"{name}"'
+        return DUCKDB.quote(name)
 
     def source_counts(self, table: Table, columns: list[str]) -> list[int]:
         """Non-NULL values of ``columns`` in ``table``'s source as stored, before conversion.
@@ -205,7 +205,7 @@ class DuckDBExecutor(Executor):
         For the custodian's ``catalog check`` (which compares them with the converted values to
         count what does not parse); never part of an answer.
         """
-        counts = ", ".join(f'COUNT("{_escaped(name)}")' for name in columns)
+        counts = ", ".join(f"COUNT({DUCKDB.quote(name)})" for name in columns)
         with self._lock:
             raw = self._raw_relation(table)
             try:
@@ -278,7 +278,7 @@ class DuckDBExecutor(Executor):
     def _create(self, table: Table) -> None:
         raw = self._raw_relation(table)
         projection = ", ".join(_converted(c) for c in table.columns)
-        name = table.name.replace('"', '""')
+        name = DUCKDB.quote(table.name)
         if self.catalog.constant_time:
             self._materialise(table, raw, projection)
             self._loaded.add(table.name)
@@ -287,22 +287,19 @@ class DuckDBExecutor(Executor):
             # Load the text first, then convert from that table: converting straight from
             # read_csv lets DuckDB push TRY_CAST into the CSV reader, which raises on a malformed
             # value instead of reading NULL — an error that would depend on the data.
-            text = f'"__text_{name}"'
+            text = DUCKDB.quote(f"__text_{table.name}")
             self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
-            self._con.execute(
-                f'CREATE OR REPLACE TABLE "{name}" AS SELECT {projection} FROM {text}'
-            )
+            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT {projection} FROM {text}")
             self._con.execute(f"DROP TABLE {text}")
             self._count_skipped(table)
         else:
-            self._con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT {projection} FROM {raw}')
-        self._check_row_count(table, f'"{name}"')
+            self._con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {projection} FROM {raw}")
+        self._check_row_count(table, name)
         self._loaded.add(table.name)
 
     def _materialise(self, table: Table, raw: str, projection: str) -> None:
         """Load ``table`` into memory; an id unit keeps at most ``max_rows`` rows per person."""
-        name = table.name.replace('"', '""')
-        text = f'"__text_{name}"'
+        text = DUCKDB.quote(f"__text_{table.name}")
         self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
         if table.source.kind == "csv":
             self._count_skipped(table)
@@ -314,15 +311,15 @@ class DuckDBExecutor(Executor):
         converted = f"SELECT {projection} FROM {text}"
         unit = table.privacy_unit
         if isinstance(unit, IdUnit) and not table.public:
-            pid = '"' + unit.column.replace('"', '""') + '"'
-            columns = ", ".join('"' + c.name.replace('"', '""') + '"' for c in table.columns)
+            pid = DUCKDB.quote(unit.column)
+            columns = ", ".join(DUCKDB.quote(c.name) for c in table.columns)
             salt = int(system_random().uint64(1)[0] >> 1)
             converted = (
                 f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {pid} "
-                f"ORDER BY hash({salt}, {columns})) AS __rank FROM ({converted}) AS c "
+                f"ORDER BY {DUCKDB.keyed_hash}({salt}, {columns})) AS __rank FROM ({converted}) AS c "
                 f"WHERE {pid} IS NOT NULL) AS r WHERE __rank <= {int(unit.max_rows)}"
             )
-        self._con.execute(f'CREATE OR REPLACE TABLE "{name}" AS {converted}')
+        self._con.execute(f"CREATE OR REPLACE TABLE {DUCKDB.quote(table.name)} AS {converted}")
         self._con.execute(f"DROP TABLE {text}")
 
     def _check_row_count(self, table: Table, relation: str) -> None:
@@ -420,12 +417,8 @@ def scannable(frame: object) -> object:
     return frame
 
 
-def _escaped(name: str) -> str:
-    return name.replace('"', '""')
-
-
 def _converted(column: Column) -> str:
-    quoted = '"' + column.name.replace('"', '""') + '"'
+    quoted = DUCKDB.quote(column.name)
     target = DUCKDB_TYPES[column.type]
     value = quoted
     if column.type == "str":

@@ -20,7 +20,7 @@ def executor_for(catalog: Catalog) -> Executor:
         >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t.csv").write_text("x\n1\n")
         >>> cat = parse_catalog('[tables.t]\nsource = { csv = "t.csv" }\nprivacy_unit = "row"\n'
         ...                     'columns = { x = "int" }', base_dir=d)
-        >>> executor_for(cat).dialect
+        >>> executor_for(cat).dialect.name
         'duckdb'
     """
     if catalog.engine == "postgres":

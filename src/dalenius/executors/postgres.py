@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dalenius.core.catalog import Catalog, Column, Table
+from dalenius.core.dialect import POSTGRES
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
 from dalenius.executors.base import Executor, Row, time_limit_error
 from dalenius.executors.convert import (
@@ -47,7 +48,6 @@ from dalenius.executors.convert import (
     NEG_INF_TEXT,
     POS_INF_TEXT,
     TRUE_TEXT,
-    quote_ident,
     sql_string,
 )
 from dalenius.executors.pg_functions import FUNCTIONS
@@ -96,7 +96,7 @@ class PostgresExecutor(Executor):
         MissingExtraError: psycopg is not installed.
     """
 
-    dialect = "postgres"
+    dialect = POSTGRES
 
     def __init__(self, catalog: Catalog) -> None:
         super().__init__(catalog)
@@ -207,7 +207,7 @@ class PostgresExecutor(Executor):
                 self._relations[table.name] = relation
                 projection = ", ".join(_converted(c, relation, table) for c in table.columns)
                 conn.execute(
-                    f"CREATE OR REPLACE TEMP VIEW {quote_ident(table.name)} AS "
+                    f"CREATE OR REPLACE TEMP VIEW {POSTGRES.quote(table.name)} AS "
                     f"SELECT {projection} FROM {relation.qualified}"
                 )
             conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
@@ -271,7 +271,7 @@ def redact(url: str) -> str:
 def _converted(column: Column, relation: _Relation, table: Table) -> str:
     """The SQL reading ``column`` from the source as its declared type, NULL when malformed."""
     actual, pg_type = relation.types[column.name.lower()]
-    value = quote_ident(actual)
+    value = POSTGRES.quote(actual)
     declared = column.type
     converted: str | None = None
     if pg_type in _TEXT_TYPES:
@@ -309,7 +309,7 @@ def _converted(column: Column, relation: _Relation, table: Table) -> str:
             fix=f"declare the column with the type matching {pg_type}, or expose a view that "
             f"casts it to {_PG_NAMES[declared]}.",
         )
-    return f"{converted} AS {quote_ident(column.name)}"
+    return f"{converted} AS {POSTGRES.quote(column.name)}"
 
 
 _PG_NAMES = {

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from dalenius.core.catalog import Catalog, Column, Table
+from dalenius.core.dialect import SPARK
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
 from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
 from dalenius.executors.convert import (
@@ -130,7 +131,7 @@ class SparkExecutor(Executor):
         MissingExtraError: PySpark is not installed.
     """
 
-    dialect = "spark"
+    dialect = SPARK
 
     def __init__(
         self,
@@ -270,8 +271,8 @@ class SparkExecutor(Executor):
         frame.createOrReplaceTempView(raw)
         projection = ", ".join(_converted(c, *types[c.name.lower()], table) for c in table.columns)
         self._spark.sql(
-            f"CREATE OR REPLACE TEMP VIEW {_ident(table.name)} AS "
-            f"SELECT {projection} FROM {_ident(raw)}"
+            f"CREATE OR REPLACE TEMP VIEW {SPARK.quote(table.name)} AS "
+            f"SELECT {projection} FROM {SPARK.quote(raw)}"
         )
         self._loaded.add(table.name)
 
@@ -312,13 +313,9 @@ def _local(uri: str) -> str:
     return re.sub(r"^file:(//)?", "", uri)
 
 
-def _ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _converted(column: Column, actual: str, spark_type: str, table: Table) -> str:
     """The SQL reading ``column`` as its declared type, NULL when malformed."""
-    value = _ident(actual)
+    value = SPARK.quote(actual)
     declared = column.type
     base = spark_type.split("(", maxsplit=1)[0]
     converted: str | None = None
@@ -354,7 +351,7 @@ def _converted(column: Column, actual: str, spark_type: str, table: Table) -> st
             column=column.name,
             fix="declare the column with the type matching its data, or convert the data.",
         )
-    return f"{converted} AS {_ident(column.name)}"
+    return f"{converted} AS {SPARK.quote(column.name)}"
 
 
 def _from_text(value: str, declared: str) -> str:

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.catalog import Catalog, Key, Table
+from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 from dalenius.core.rng import RandomSource
@@ -215,7 +216,7 @@ class HierarchyPlan:
             self._widths[beta] = cached
         return cached
 
-    def sql(self, dialect: str, salt: int = 0) -> ExactSQL:
+    def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact per-leaf counts for ``dialect`` (``salt`` keys contribution bounding)."""
         return exact_queries(self.exact, dialect, salt=salt)
 

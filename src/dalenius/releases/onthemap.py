@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from dalenius.accounting.bounds import exp_down
 from dalenius.core.catalog import Catalog, Key, Table
+from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import PureDP
 from dalenius.core.rng import RandomSource
@@ -78,7 +79,7 @@ class OnTheMapPlan:
     sample_epsilon: Fraction
     max_rows: int
 
-    def sql(self, dialect: str, salt: int = 0) -> ExactSQL:
+    def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact count of every (origin, destination) pair present."""
         return exact_queries(self.exact, dialect, salt=salt)
 

@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.catalog import Catalog, Table
+from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 from dalenius.core.rng import RandomSource, system_random
@@ -95,7 +96,7 @@ class SynthPlan:
     rho: Fraction
     max_rows: int
 
-    def sql(self, dialect: str, salt: int = 0) -> ExactSQL:
+    def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact contingency table (counts per combination of values present)."""
         return exact_queries(self.exact, dialect, salt=salt)
 

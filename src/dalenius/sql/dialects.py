@@ -1,7 +1,8 @@
 """Dialect-specific SQL pieces: everything that differs between DuckDB, PostgreSQL and Spark.
 
 The rest of :mod:`dalenius.sql.to_sql` writes portable SQL through sqlglot; what sqlglot cannot
-translate with the same meaning everywhere lives here:
+translate with the same meaning everywhere lives here, written from the facts of each engine's
+:class:`~dalenius.core.dialect.Dialect` object (never from its name):
 
 * the keyed hash that ranks rows for contribution bounding (each engine has its own hash);
 * exact integer sums: DuckDB's ``SUM(BIGINT)`` is a 128-bit ``HUGEINT`` and PostgreSQL's a
@@ -19,6 +20,8 @@ translate with the same meaning everywhere lives here:
 from __future__ import annotations
 
 from sqlglot import exp
+
+from dalenius.core.dialect import Dialect
 
 _PG_BASE = (
     "dalenius_add",
@@ -45,31 +48,30 @@ _PG_ARITHMETIC = {
 _BINARY: dict[str, type[exp.Binary]] = {"+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div}
 
 
-def keyed_hash(dialect: str, salt: int, columns: list[exp.Expr]) -> exp.Expr:
-    """A keyed hash of ``columns``: makes contribution bounding's ranking unpredictable and value-blind.
+def keyed_hash(dialect: Dialect, salt: int, columns: list[exp.Expr]) -> exp.Expr:
+    r"""A keyed hash of ``columns``: makes contribution bounding's ranking unpredictable and value-blind.
 
     Example:
-        >>> keyed_hash("duckdb", 7, [exp.column("a")]).sql("duckdb")
+        >>> from dalenius.core.dialect import DUCKDB, POSTGRES
+        >>> keyed_hash(DUCKDB, 7, [exp.column("a")]).sql("duckdb")
         'HASH(7, a)'
+        >>> keyed_hash(POSTGRES, 7, [exp.column("a")]).sql("postgres")
+        "HASHTEXTEXTENDED(CONCAT_WS('|', COALESCE(CAST(a AS TEXT), '\\N')), 7)"
     """
     salt_lit = exp.Literal.number(salt % (2**62))
-    if dialect == "duckdb":
-        return exp.Anonymous(this="HASH", expressions=[salt_lit, *[c.copy() for c in columns]])
-    if dialect == "spark":
-        return exp.Anonymous(this="XXHASH64", expressions=[salt_lit, *[c.copy() for c in columns]])
-    if dialect == "postgres":
-        # hashtextextended(text, seed) (PostgreSQL 11+): a seeded 64-bit hash, about twice as fast
-        # to compute and to sort by as an MD5 of the same text.
-        parts: list[exp.Expr] = []
-        for c in columns:
-            text = exp.cast(c.copy(), exp.DataType.Type.TEXT)
-            parts.append(exp.Coalesce(this=text, expressions=[exp.Literal.string("\\N")]))
-        joined = exp.Anonymous(this="CONCAT_WS", expressions=[exp.Literal.string("|"), *parts])
-        return exp.Anonymous(this="HASHTEXTEXTENDED", expressions=[joined, salt_lit])
-    raise ValueError(f"no keyed hash for dialect {dialect!r}")
+    if not dialect.hash_reads_text:
+        return exp.Anonymous(
+            this=dialect.keyed_hash, expressions=[salt_lit, *[c.copy() for c in columns]]
+        )
+    parts: list[exp.Expr] = []
+    for c in columns:
+        text = exp.cast(c.copy(), exp.DataType.Type.TEXT)
+        parts.append(exp.Coalesce(this=text, expressions=[exp.Literal.string("\\N")]))
+    joined = exp.Anonymous(this="CONCAT_WS", expressions=[exp.Literal.string("|"), *parts])
+    return exp.Anonymous(this=dialect.keyed_hash, expressions=[joined, salt_lit])
 
 
-def exact_sum(value: exp.Expr, dialect: str, *, bigint: bool = True) -> exp.Expr:
+def exact_sum(value: exp.Expr, dialect: Dialect, *, bigint: bool = True) -> exp.Expr:
     """``SUM`` of an integer expression, exact in every engine whatever the number of rows.
 
     ``bigint`` says that ``value`` is a BIGINT in the SQL (not an integer-valued DOUBLE).
@@ -81,12 +83,13 @@ def exact_sum(value: exp.Expr, dialect: str, *, bigint: bool = True) -> exp.Expr
     the engine's own ``SUM`` and exact.
 
     Example:
-        >>> exact_sum(exp.column("n"), "duckdb").sql("duckdb")
+        >>> from dalenius.core.dialect import DUCKDB, SPARK
+        >>> exact_sum(exp.column("n"), DUCKDB).sql("duckdb")
         'SUM(n)'
-        >>> exact_sum(exp.column("n"), "spark", bigint=False).sql("spark")
+        >>> exact_sum(exp.column("n"), SPARK, bigint=False).sql("spark")
         'SUM(CAST(n AS DECIMAL(38, 0)))'
     """
-    if dialect != "spark":
+    if dialect.exact_bigint_sum:
         return exp.Sum(this=value)
     if not bigint:
         return exp.Sum(this=exp.cast(value, exp.DataType.build("DECIMAL(38, 0)")))
@@ -112,22 +115,23 @@ def exact_sum(value: exp.Expr, dialect: str, *, bigint: bool = True) -> exp.Expr
     )
 
 
-def double_arithmetic(op: str, left: exp.Expr, right: exp.Expr, dialect: str) -> exp.Expr:
+def double_arithmetic(op: str, left: exp.Expr, right: exp.Expr, dialect: Dialect) -> exp.Expr:
     """``left op right`` on DOUBLE operands with IEEE results (±∞, 0) and never an error.
 
     Example:
+        >>> from dalenius.core.dialect import DUCKDB, POSTGRES
         >>> a, b = exp.column("a"), exp.column("b")
-        >>> double_arithmetic("*", a, b, "duckdb").sql("duckdb")
+        >>> double_arithmetic("*", a, b, DUCKDB).sql("duckdb")
         '(a * b)'
-        >>> double_arithmetic("*", a, b, "postgres").sql("postgres")
+        >>> double_arithmetic("*", a, b, POSTGRES).sql("postgres")
         'pg_temp.dalenius_mul(a, b)'
     """
-    if dialect == "postgres":
+    if not dialect.ieee_doubles:
         return _pg_call(_PG_ARITHMETIC[op], left, right)
     return exp.Paren(this=_BINARY[op](this=left, expression=right))
 
 
-def modulo(left: exp.Expr, right: exp.Expr, dialect: str, *, floats: bool) -> exp.Expr:
+def modulo(left: exp.Expr, right: exp.Expr, dialect: Dialect, *, floats: bool) -> exp.Expr:
     """``left % right`` (sign of the dividend); ``floats`` when either operand is a double.
 
     PostgreSQL has no ``%`` for doubles, and an integer-valued operand may be a DOUBLE in the
@@ -136,10 +140,11 @@ def modulo(left: exp.Expr, right: exp.Expr, dialect: str, *, floats: bool) -> ex
     decimal forms in ``NUMERIC`` and can differ from DuckDB's and Spark's ``fmod`` in the last bits.
 
     Example:
-        >>> modulo(exp.column("a"), exp.column("b"), "postgres", floats=False).sql("postgres")
+        >>> from dalenius.core.dialect import POSTGRES
+        >>> modulo(exp.column("a"), exp.column("b"), POSTGRES, floats=False).sql("postgres")
         'MOD(CAST(a AS DECIMAL), CAST(b AS DECIMAL))'
     """
-    if dialect == "postgres":
+    if not dialect.double_modulo:
         if floats:
             return _pg_call("dalenius_mod", exp.cast(left, exp.DataType.Type.DOUBLE), right)
         return exp.Anonymous(
@@ -153,14 +158,14 @@ def modulo(left: exp.Expr, right: exp.Expr, dialect: str, *, floats: bool) -> ex
 
 
 def round_half(
-    value: exp.Expr, decimals: exp.Expr | None, dialect: str, *, floats: bool
+    value: exp.Expr, decimals: exp.Expr | None, dialect: Dialect, *, floats: bool
 ) -> exp.Expr:
     """``ROUND(value, decimals)``: halves away from zero; ``floats`` when ``value`` is a double.
 
     PostgreSQL rounds doubles half to even and has no ``ROUND(double, int)``; there the value is
     rounded in ``NUMERIC`` from its 15-digit decimal form.
     """
-    if dialect == "postgres" and floats:
+    if not dialect.double_round and floats:
         digits = decimals if decimals is not None else exp.Literal.number(0)
         return _pg_call("dalenius_round", value, digits)
     return exp.Round(this=value, decimals=decimals)
@@ -181,7 +186,8 @@ def _simple(node: exp.Expr) -> bool:
     Example:
         >>> _simple(exp.cast(exp.column("a"), exp.DataType.Type.DOUBLE))
         True
-        >>> _simple(double_arithmetic("*", exp.column("a"), exp.column("b"), "postgres"))
+        >>> from dalenius.core.dialect import POSTGRES
+        >>> _simple(double_arithmetic("*", exp.column("a"), exp.column("b"), POSTGRES))
         False
     """
     if isinstance(node, exp.Column | exp.Literal | exp.Null | exp.Boolean):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from dalenius.core.catalog import Catalog, Table
+from dalenius.core.dialect import Dialect
 from dalenius.core.errors import QueryError
 from dalenius.core.loss import PureDP
 from dalenius.plan.expr import BinOp, Col, Expr, Func, Lit
@@ -77,7 +78,7 @@ class BinnedCounts:
     max_rows: int
     tables: tuple[Table, ...]
 
-    def sql(self, dialect: str, salt: int = 0) -> ExactSQL:
+    def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact statements for ``dialect``; ``salt`` keys the bounding hash (drawn per release)."""
         return exact_queries(self.plan, dialect, salt=salt)
 

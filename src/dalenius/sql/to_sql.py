@@ -30,6 +30,7 @@ from functools import partial
 from sqlglot import exp
 
 from dalenius.core.catalog import Key
+from dalenius.core.dialect import DUCKDB, Dialect, as_dialect
 from dalenius.plan.derive import FieldInfo, type_of
 from dalenius.plan.expr import (
     Between,
@@ -108,18 +109,19 @@ class ExactSQL:
         return ";\n".join([self.main, *(sql for _, sql in self.histograms)])
 
 
-def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> ExactSQL:
-    """The SQL that computes every measurement of ``plan`` exactly, per group.
+def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int = 0) -> ExactSQL:
+    """The SQL that computes every measurement of ``plan`` exactly, per group, in ``dialect``.
 
     ``salt`` keys the hash that picks which rows of a unit are kept; the engine draws it per query
     from the OS generator, and all statements of one query share it (so they see the same rows).
     """
+    dialect = as_dialect(dialect)
     query = plan.query
     compiler = Compiler(
         {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in all_fields(query.relation)},
         dialect,
     )
-    relation = compiler.relation(query.relation, dialect)
+    relation = compiler.relation(query.relation)
     keys = [compiler.expression(k.expr) for k in query.group_by]
     conditions: list[exp.Expr] = []
     for key, sql_key in zip(query.group_by, keys, strict=True):
@@ -182,22 +184,22 @@ def exact_queries(plan: DPQuery, dialect: str = "duckdb", *, salt: int = 0) -> E
         # The relation is rendered once and shared by every statement of the query: building
         # each statement as one sqlglot tree would deep-copy it each time, which dominated
         # planning.
-        prefix, source = "", f"({relation.sql(dialect=dialect)}) AS __rows"
-    key_sql = [k.sql(dialect=dialect) for k in keys]
+        prefix, source = "", f"({relation.sql(dialect=dialect.name)}) AS __rows"
+    key_sql = [k.sql(dialect=dialect.name) for k in keys]
     # A constant key (GROUP BY 'all', GROUP BY TRUE) forms one group: it is selected but not
     # grouped by, since engines refuse or misread constants in GROUP BY (PostgreSQL rejects a
     # string constant; DuckDB reads GROUP BY 2 as the second column).
     group_sql = [s for s, k in zip(key_sql, keys, strict=True) if k.find(exp.Column) is not None]
-    condition_sql = [c.sql(dialect=dialect) for c in conditions]
+    condition_sql = [c.sql(dialect=dialect.name) for c in conditions]
 
     def grouped(select: list[exp.Expr], extra_group: list[exp.Expr], where: list[exp.Expr]) -> str:
         names = [f"{k} AS __k{i}" for i, k in enumerate(key_sql)]
-        columns = ", ".join(names + [s.sql(dialect=dialect) for s in select])
+        columns = ", ".join(names + [s.sql(dialect=dialect.name) for s in select])
         text = f"{prefix}SELECT {columns} FROM {source}"
-        filters = condition_sql + [f"({w.sql(dialect=dialect)})" for w in where]
+        filters = condition_sql + [f"({w.sql(dialect=dialect.name)})" for w in where]
         if filters:
             text += " WHERE " + " AND ".join(filters)
-        group = group_sql + [g.sql(dialect=dialect) for g in extra_group]
+        group = group_sql + [g.sql(dialect=dialect.name) for g in extra_group]
         if group:
             text += " GROUP BY " + ", ".join(group)
         return text
@@ -260,7 +262,7 @@ def bounded(
     key_types: list[str],
     max_rows: int,
     max_groups: int,
-    dialect: str,
+    dialect: Dialect,
     salt: int,
     conditions: list[exp.Expr],
 ) -> tuple[str, str]:
@@ -295,7 +297,7 @@ def bounded(
         .from_(relation.subquery("__in"))
         .where(exp.and_(*where))
     )
-    columns = ", ".join(_col(f).sql(dialect=dialect) for f in row_fields)
+    columns = ", ".join(_col(f).sql(dialect=dialect.name) for f in row_fields)
 
     def ranked(source: exp.Select) -> str:
         capped = _ranked(
@@ -308,9 +310,9 @@ def bounded(
             dialect=dialect,
             salt=salt,
         )
-        return f"SELECT {columns} FROM ({capped.sql(dialect=dialect)}) AS __b"
+        return f"SELECT {columns} FROM ({capped.sql(dialect=dialect.name)}) AS __b"
 
-    if dialect == "spark":
+    if dialect.ranks_every_row:
         # Spark may read a CTE's source once per reference, and the caps hold only if every
         # read sees the same rows; it also sorts for the window functions whatever is ranked
         # (both ways took the same time). So Spark ranks every row, reading the data once.
@@ -327,12 +329,11 @@ def bounded(
     # The caps hold only if every reference to __input sees the same rows. DuckDB materialises
     # it (read once). PostgreSQL reads the table again for each reference — cheaper than
     # materialising it — and one statement sees one snapshot of the data.
-    hint = "NOT MATERIALIZED " if dialect == "postgres" else "MATERIALIZED "
     prefix = (
-        f"WITH __input AS {hint}({rows.sql(dialect=dialect)}), "
-        f"__over AS ({over.sql(dialect=dialect)}) "
+        f"WITH __input AS {dialect.cte_hint} ({rows.sql(dialect=dialect.name)}), "
+        f"__over AS ({over.sql(dialect=dialect.name)}) "
     )
-    unit_sql = unit_col.sql(dialect=dialect)
+    unit_sql = unit_col.sql(dialect=dialect.name)
     within_caps = (
         f"SELECT {columns} FROM __input AS __s WHERE NOT EXISTS "
         f"(SELECT 1 FROM __over AS __o WHERE __o.__unit = __s.{unit_sql})"
@@ -340,7 +341,7 @@ def bounded(
     over_rows = (
         exp.select("__s.*")
         .from_("__input AS __s")
-        .join("__over AS __o", on=f"__o.__unit = __s.{unit_sql}", dialect=dialect)
+        .join("__over AS __o", on=f"__o.__unit = __s.{unit_sql}", dialect=dialect.name)
     )
     return prefix, f"({within_caps} UNION ALL {ranked(over_rows)}) AS __rows"
 
@@ -601,7 +602,7 @@ def _ranked(
     keys: list[exp.Expr],
     max_rows: int,
     max_groups: int,
-    dialect: str,
+    dialect: Dialect,
     salt: int,
 ) -> exp.Select:
     """The rows of ``source`` in each unit's first ``max_groups`` groups and first ``max_rows`` rows.
@@ -656,27 +657,27 @@ def _ranked(
 class Compiler:
     """Compiles plan expressions, relations and measurements, knowing each field's type."""
 
-    def __init__(self, fields: Mapping[str, FieldInfo], dialect: str = "duckdb") -> None:
+    def __init__(self, fields: Mapping[str, FieldInfo], dialect: Dialect | str = DUCKDB) -> None:
         self.fields = dict(fields)
-        self.dialect = dialect
+        self.dialect = as_dialect(dialect)
 
     # -- relations --------------------------------------------------------------------------------
 
-    def relation(self, relation: Relation, dialect: str) -> exp.Select:
+    def relation(self, relation: Relation) -> exp.Select:
         """A SELECT whose columns are the relation's field ids."""
         match relation:
             case Scan(table=table, fields=fs):
                 cols = [exp.alias_(_col(f.name), f.id, quoted=True) for f in fs]
                 return exp.select(*cols).from_(exp.to_table(_quoted(table)))
             case Filter(child=child, predicate=predicate):
-                inner = self.relation(child, dialect)
+                inner = self.relation(child)
                 return (
                     exp.select(exp.Star())
                     .from_(inner.subquery("__f"))
                     .where(self.expression(predicate))
                 )
             case Project(child=child, fields=fs, exprs=exprs):
-                inner = self.relation(child, dialect)
+                inner = self.relation(child)
                 self._learn(child)
                 cols = [
                     exp.alias_(self.expression(e), f.id, quoted=True)
@@ -684,7 +685,7 @@ class Compiler:
                 ]
                 return exp.select(*cols).from_(inner.subquery("__p"))
             case Join(left=left, right=right, left_key=lk, right_key=rk, kind=kind):
-                lsql, rsql = self.relation(left, dialect), self.relation(right, dialect)
+                lsql, rsql = self.relation(left), self.relation(right)
                 on = exp.EQ(this=_col(lk), expression=_col(rk))
                 return (
                     exp.select(exp.Star())
@@ -694,7 +695,7 @@ class Compiler:
                     )
                 )
             case UnitAggregate(child=child, unit_field=unit, fields=fs, aggregates=aggs, keys=keys):
-                inner = self.relation(child, dialect)
+                inner = self.relation(child)
                 self._learn(child)
                 unit_out, *rest = fs
                 key_fields, value_fields = rest[: len(keys)], rest[len(keys) :]
@@ -844,7 +845,7 @@ class Compiler:
         )
         a, b = divmod(-_log2(m.granularity), 2)
         scaled = _scaled(exp.Paren(this=centred), a, self.dialect)
-        if self.dialect == "postgres":
+        if not self.dialect.ieee_doubles:
             # PostgreSQL raises when a product underflows to zero; a difference this small
             # squares to less than 1/16 of a grid step and rounds to 0 either way.
             scaled = exp.Case(
@@ -1004,7 +1005,7 @@ class Compiler:
                     floats=not self._is_int(args[0]),
                 )
             case Func(name="FLOOR" | "CEIL" as name, args=args) if (
-                self.dialect == "spark" and not self._is_int(args[0])
+                self.dialect.floor_of_double_is_bigint and not self._is_int(args[0])
             ):
                 # Spark's FLOOR and CEIL of a double return a BIGINT, which overflows (an error)
                 # beyond 2^63; doubles from 2^52 on are whole already, and stay as they are.
@@ -1130,7 +1131,7 @@ def _log2(power: Fraction) -> int:
     return -(power.denominator.bit_length() - 1)
 
 
-def _scaled(value: exp.Expr, exponent: int, dialect: str) -> exp.Expr:
+def _scaled(value: exp.Expr, exponent: int, dialect: Dialect) -> exp.Expr:
     """``value`` (a DOUBLE) times ``2**exponent``, as factors that are each a normal double.
 
     Scaling by a power of two is exact unless it overflows or underflows. The grid of very fine
@@ -1139,7 +1140,7 @@ def _scaled(value: exp.Expr, exponent: int, dialect: str) -> exp.Expr:
     IEEE-safe multiplication.
 
     Example:
-        >>> _scaled(exp.column("x"), 3, "duckdb").sql("duckdb")
+        >>> _scaled(exp.column("x"), 3, DUCKDB).sql("duckdb")
         '(x * CAST(8 AS DOUBLE))'
     """
     out = value
@@ -1151,7 +1152,7 @@ def _scaled(value: exp.Expr, exponent: int, dialect: str) -> exp.Expr:
             if 0 <= step <= 62
             else _double_text(repr(2.0**step))
         )
-        if step < 0 and dialect == "postgres":
+        if step < 0 and not dialect.ieee_doubles:
             out = double_arithmetic("*", out, factor, dialect)
         else:
             out = exp.Paren(this=exp.Mul(this=out, expression=factor))

@@ -1,0 +1,150 @@
+"""What differs between the engines' SQL, as one object per engine: DuckDB, PostgreSQL, Spark.
+
+Every engine difference Dalenius relies on is a named attribute here, so code branches on what
+an engine *does* (``dialect.ieee_doubles``) rather than on which engine it is
+(``dialect == "postgres"``), and adding an engine means filling in one more object. The objects
+hold facts and the text-level helpers (identifier quoting, type names) that the executors and the
+engine need for the few statements they write themselves; the sqlglot expressions that use the
+facts are built in :mod:`dalenius.sql.dialects` (only ``dalenius.sql`` imports sqlglot). An
+executor names its dialect (:attr:`dalenius.executors.base.Executor.dialect`), and
+:func:`dalenius.sql.to_sql.exact_queries` writes SQL for it.
+
+Example:
+    >>> POSTGRES.quote('we"ird'), SPARK.quote("a`b")
+    ('"we""ird"', '`a``b`')
+    >>> as_dialect("spark") is SPARK, str(DUCKDB)
+    (True, 'duckdb')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One engine's SQL: its name and every difference from the others that Dalenius uses."""
+
+    name: str
+    """The engine's name, which is also sqlglot's name for its dialect."""
+
+    identifier_quote: str
+    """The character that quotes an identifier (doubled inside it)."""
+
+    text_type: str
+    """The name of the text type in a cast."""
+
+    keyed_hash: str
+    """The seeded 64-bit hash function that ranks rows for contribution bounding."""
+
+    hash_reads_text: bool
+    """Whether the hash takes one text (the columns joined, seed last) rather than the seed
+    followed by the columns themselves."""
+
+    exact_bigint_sum: bool
+    """Whether ``SUM`` of a BIGINT is exact whatever the number of rows (DuckDB: a 128-bit
+    HUGEINT, PostgreSQL: NUMERIC; Spark's is a BIGINT that overflows)."""
+
+    ieee_doubles: bool
+    """Whether ``+ - * /`` on doubles give IEEE 754 results (±∞ on overflow, 0 on underflow);
+    PostgreSQL raises instead, so its SQL calls the session's ``pg_temp`` helper functions."""
+
+    double_modulo: bool
+    """Whether ``%`` is defined on doubles (PostgreSQL's is not)."""
+
+    double_round: bool
+    """Whether ``ROUND(double, digits)`` exists and rounds halves away from zero (PostgreSQL has
+    no such function and rounds a double's halves to even)."""
+
+    floor_of_double_is_bigint: bool
+    """Whether ``FLOOR`` and ``CEIL`` of a double return a BIGINT, which overflows beyond 2^63
+    (Spark)."""
+
+    ranks_every_row: bool
+    """Whether contribution bounding ranks every row in one pass instead of ranking only the
+    units over their caps: Spark may read a CTE's source once per reference, so the caps could
+    not rely on every reference seeing the same rows."""
+
+    cte_hint: str
+    """The hint on the bounded input's CTE: DuckDB materialises it (read once); PostgreSQL reads
+    the table again for each reference, which is cheaper, and one statement sees one snapshot."""
+
+    def quote(self, name: str) -> str:
+        """``name`` as a quoted identifier of this dialect.
+
+        Example:
+            >>> DUCKDB.quote("age")
+            '"age"'
+        """
+        q = self.identifier_quote
+        return q + name.replace(q, q + q) + q
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DUCKDB = Dialect(
+    name="duckdb",
+    identifier_quote='"',
+    text_type="VARCHAR",
+    keyed_hash="HASH",
+    hash_reads_text=False,
+    exact_bigint_sum=True,
+    ieee_doubles=True,
+    double_modulo=True,
+    double_round=True,
+    floor_of_double_is_bigint=False,
+    ranks_every_row=False,
+    cte_hint="MATERIALIZED",
+)
+
+POSTGRES = Dialect(
+    name="postgres",
+    identifier_quote='"',
+    text_type="TEXT",
+    # hashtextextended(text, seed) (PostgreSQL 11+): a seeded 64-bit hash, about twice as fast
+    # to compute and to sort by as an MD5 of the same text.
+    keyed_hash="HASHTEXTEXTENDED",
+    hash_reads_text=True,
+    exact_bigint_sum=True,
+    ieee_doubles=False,
+    double_modulo=False,
+    double_round=False,
+    floor_of_double_is_bigint=False,
+    ranks_every_row=False,
+    cte_hint="NOT MATERIALIZED",
+)
+
+SPARK = Dialect(
+    name="spark",
+    identifier_quote="`",
+    text_type="STRING",
+    keyed_hash="XXHASH64",
+    hash_reads_text=False,
+    exact_bigint_sum=False,
+    ieee_doubles=True,
+    double_modulo=True,
+    double_round=True,
+    floor_of_double_is_bigint=True,
+    ranks_every_row=True,
+    cte_hint="",
+)
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (DUCKDB, POSTGRES, SPARK)}
+"""Every dialect by name."""
+
+
+def as_dialect(dialect: Dialect | str) -> Dialect:
+    """The dialect object for ``dialect`` (an object, or an engine's name).
+
+    Raises:
+        ValueError: no engine has that name.
+    """
+    if isinstance(dialect, Dialect):
+        return dialect
+    found = DIALECTS.get(dialect)
+    if found is None:
+        raise ValueError(
+            f"no SQL dialect {dialect!r}; the engines are {', '.join(sorted(DIALECTS))}."
+        )
+    return found
