@@ -255,6 +255,11 @@ def _check_arguments(
     algorithm: str,
     mondrian: str,
 ) -> list[Model]:
+    """Refuse arguments that cannot describe an anonymisation, before any data is read.
+
+    Long because it checks every argument in turn, each refusal naming the parameter, the reason and
+    the fix.
+    """
     chosen = list(models or [])
     if k is not None:
         chosen.insert(0, KAnonymity(k))

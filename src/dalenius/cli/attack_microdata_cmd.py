@@ -31,7 +31,11 @@ DEFAULT_KS = (1, 2, 5, 10, 25, 50)
 
 
 def add_commands(attack: Any) -> None:
-    """Add ``linking`` and ``homogeneity`` to the ``dalenius attack`` group's sub-commands."""
+    """Add ``linking`` and ``homogeneity`` to the ``dalenius attack`` group's sub-commands.
+
+    Long because it is the flat list of the attack subcommands' argparse options, one call per
+    option.
+    """
     p = attack.add_parser(
         "linking",
         help="re-identify a released census file with a voter roll (Sweeney's attack)",
@@ -194,7 +198,11 @@ def run_linking(args: argparse.Namespace) -> int:
 
 
 def run_homogeneity(args: argparse.Namespace) -> int:
-    """Run ``dalenius attack homogeneity``."""
+    """Run ``dalenius attack homogeneity``.
+
+    Long because it runs one command from its options to its output: argument checks with their
+    fixes, the attacks under one progress bar, then the plot, JSON or text report.
+    """
     against = args.against or ["raw", "k-anonymous", "l-diverse"]
     course = args.data == "course"
     k = args.k if args.k is not None else (4 if course else 5)

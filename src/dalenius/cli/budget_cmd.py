@@ -103,7 +103,11 @@ def _text(loss: Loss | None) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    """Run ``dalenius budget show``."""
+    """Run ``dalenius budget show``.
+
+    Long because it reads everything from the ledger in one transaction, then writes the JSON form
+    or the text tables of the same facts.
+    """
     with existing_ledger(args.ledger) as ledger:
         datasets = [d for d in ledger.datasets() if args.dataset in (None, d.name)]
         definitions = {d.name: d.definition for d in ledger.datasets()}

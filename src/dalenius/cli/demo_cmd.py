@@ -59,12 +59,26 @@ def _ask(session: Session, sql: str, epsilon: str, delta: str | None = None) -> 
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    """Run ``dalenius demo``."""
+    """Run ``dalenius demo``: the data and a budget, the tour of queries, the commands to try."""
     directory = Path(args.dir)
+    catalog_path, ledger_path = _census_and_budget(directory, args.people)
+    session = connect(
+        catalog_path, budget=DEMO_BUDGET, ledger=str(ledger_path), analyst=DEMO_ANALYST
+    )
+    with session:
+        sql = "SELECT COUNT(*) FROM people WHERE age >= 40"
+        _first_answers(session, sql)
+        _limits(session, sql)
+    _your_turn(catalog_path, ledger_path)
+    return EXIT_OK
+
+
+def _census_and_budget(directory: Path, people: int) -> tuple[Path, Path]:
+    """Steps 1 and 2: write the synthetic census and its catalog; a fresh ledger's path."""
     _step(1, "A synthetic census")
-    print(f"  Writing {args.people:,} synthetic people to {directory}/ ...")
-    with progress("generating", args.people, "people") as update:
-        catalog_path = write_demo(directory, n=args.people, progress=update)
+    print(f"  Writing {people:,} synthetic people to {directory}/ ...")
+    with progress("generating", people, "people") as update:
+        catalog_path = write_demo(directory, n=people, progress=update)
     print(f"  Catalog: {catalog_path}")
     _say(
         """
@@ -83,89 +97,93 @@ def run_demo(args: argparse.Namespace) -> int:
     print(
         f"  A fresh ledger at {ledger_path}: analyst {DEMO_ANALYST!r} may spend {DEMO_BUDGET} in total."
     )
-    session = connect(
-        catalog_path, budget=DEMO_BUDGET, ledger=str(ledger_path), analyst=DEMO_ANALYST
+    return catalog_path, ledger_path
+
+
+def _first_answers(session: Session, sql: str) -> None:
+    """Steps 3 to 6: explain, a count, groups and averages, medians."""
+    _step(3, "Explain before you spend")
+    print(f'\n  dalenius explain --epsilon 0.1 "{sql}"\n')
+    print(textwrap.indent(str(session.explain(sql, epsilon="0.1")), "  "))
+
+    _step(4, "A private count")
+    _ask(session, sql, "0.1")
+    print()
+    _say(
+        """
+          The count is exact plus noise drawn from the operating system's cryptographic
+          generator; the interval holds the exact count with 95% probability.
+        """
     )
-    with session:
-        sql = "SELECT COUNT(*) FROM people WHERE age >= 40"
-        _step(3, "Explain before you spend")
-        print(f'\n  dalenius explain --epsilon 0.1 "{sql}"\n')
-        print(textwrap.indent(str(session.explain(sql, epsilon="0.1")), "  "))
 
-        _step(4, "A private count")
-        _ask(session, sql, "0.1")
-        print()
-        _say(
-            """
-              The count is exact plus noise drawn from the operating system's cryptographic
-              generator; the interval holds the exact count with 95% probability.
-            """
-        )
+    _step(5, "Groups and averages")
+    _ask(session, "SELECT education, COUNT(*), AVG(income) FROM people GROUP BY education", "0.5")
+    print()
+    _say(
+        """
+          Every education level declared in the catalog is answered, even an empty one, so the
+          list of groups reveals nothing. Each person is in one group, so the groups share one
+          ε (parallel composition); COUNT and AVG's hidden SUM split it (sequential composition).
+          AVG = noisy SUM / noisy COUNT; small groups get wide intervals.
+        """
+    )
 
-        _step(5, "Groups and averages")
-        _ask(
-            session, "SELECT education, COUNT(*), AVG(income) FROM people GROUP BY education", "0.5"
-        )
-        print()
-        _say(
-            """
-              Every education level declared in the catalog is answered, even an empty one, so the
-              list of groups reveals nothing. Each person is in one group, so the groups share one
-              ε (parallel composition); COUNT and AVG's hidden SUM split it (sequential composition).
-              AVG = noisy SUM / noisy COUNT; small groups get wide intervals.
-            """
-        )
+    _step(6, "Medians and bins")
+    _ask(session, "SELECT sex, MEDIAN(income), MEDIAN(age) FROM people GROUP BY sex", "0.3")
+    print()
+    _say(
+        """
+          A median is chosen privately among bins of the public bounds (permute-and-flip); its
+          error is a rank: the released value has about half the people below it, give or take
+          the rank shown. Bins such as LEAST((age / 10) * 10, 80) work as group keys too: their
+          keys follow from the public bounds of age.
+        """
+    )
 
-        _step(6, "Medians and bins")
-        _ask(session, "SELECT sex, MEDIAN(income), MEDIAN(age) FROM people GROUP BY sex", "0.3")
-        print()
-        _say(
-            """
-              A median is chosen privately among bins of the public bounds (permute-and-flip); its
-              error is a rank: the released value has about half the people below it, give or take
-              the rank shown. Bins such as LEAST((age / 10) * 10, 80) work as group keys too: their
-              keys follow from the public bounds of age.
-            """
-        )
 
-        _step(7, "Groups nobody declared")
-        _ask(
-            session,
-            "SELECT zip, COUNT(*) FROM people GROUP BY zip ORDER BY COUNT(*) DESC LIMIT 5",
-            "0.5",
-            "1e-6",
-        )
-        print()
-        _say(
-            """
-              ZIP codes have no public list: a ZIP appears only if its noisy count passes a
-              threshold set so that a ZIP code held by one person shows up with probability at
-              most δ = 1e-6. ORDER BY and LIMIT are applied to the noisy answers, for free.
-            """
-        )
+def _limits(session: Session, sql: str) -> None:
+    """Steps 7 to 9: undeclared groups, a repeated question, the end of the budget."""
+    _step(7, "Groups nobody declared")
+    _ask(
+        session,
+        "SELECT zip, COUNT(*) FROM people GROUP BY zip ORDER BY COUNT(*) DESC LIMIT 5",
+        "0.5",
+        "1e-6",
+    )
+    print()
+    _say(
+        """
+          ZIP codes have no public list: a ZIP appears only if its noisy count passes a
+          threshold set so that a ZIP code held by one person shows up with probability at
+          most δ = 1e-6. ORDER BY and LIMIT are applied to the noisy answers, for free.
+        """
+    )
 
-        _step(8, "Asking again does not help an attacker")
-        _ask(session, sql, "0.1")
-        print()
-        _say(
-            """
-              The identical query got the identical answer from the ledger, at no cost: averaging
-              many noisy answers to the same question gains nothing.
-            """
-        )
+    _step(8, "Asking again does not help an attacker")
+    _ask(session, sql, "0.1")
+    print()
+    _say(
+        """
+          The identical query got the identical answer from the ledger, at no cost: averaging
+          many noisy answers to the same question gains nothing.
+        """
+    )
 
-        _step(9, "When the budget runs out")
-        big = "SELECT sex, AVG(hours_per_week) FROM people GROUP BY sex"
-        print(f'\n  dalenius query --epsilon 1 "{big}"\n')
-        try:
-            session.query(big, epsilon="1")
-            print("  (answered)")
-        except BudgetExceededError as exc:
-            print(textwrap.indent(f"refused: {exc}", "  "))
-        print(
-            f"\n  Remaining: {session.remaining()}. Nothing was read and nothing was spent by the refusal."
-        )
+    _step(9, "When the budget runs out")
+    big = "SELECT sex, AVG(hours_per_week) FROM people GROUP BY sex"
+    print(f'\n  dalenius query --epsilon 1 "{big}"\n')
+    try:
+        session.query(big, epsilon="1")
+        print("  (answered)")
+    except BudgetExceededError as exc:
+        print(textwrap.indent(f"refused: {exc}", "  "))
+    print(
+        f"\n  Remaining: {session.remaining()}. Nothing was read and nothing was spent by the refusal."
+    )
 
+
+def _your_turn(catalog_path: Path, ledger_path: Path) -> None:
+    """Step 10: commands to try next."""
     _step(10, "Your turn")
     _say(
         f"""
@@ -180,4 +198,3 @@ def run_demo(args: argparse.Namespace) -> int:
         fourth joins two private tables on the person they both protect.
         """
     )
-    return EXIT_OK

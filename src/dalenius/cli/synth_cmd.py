@@ -23,7 +23,10 @@ from dalenius.engine.session import Session
 
 
 def register(sub: Any) -> None:
-    """Add the ``synthesize`` sub-command."""
+    """Add the ``synthesize`` sub-command.
+
+    Long because it is the flat list of the subcommand's argparse options, one call per option.
+    """
     parser = sub.add_parser(
         "synthesize",
         help="release synthetic microdata of a table (MST: 1-way and 2-way marginals, tree model)",

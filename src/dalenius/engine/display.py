@@ -103,6 +103,9 @@ def plot_result(result: Result, column: str | None = None, *, ax: Axes | None = 
     Raises:
         MissingExtraError: matplotlib is not installed (``pip install 'dalenius[plot]'``).
         ConfigurationError: the answer has no group key, or ``column`` is not an aggregate of it.
+
+    Long because it is one straight sequence of matplotlib calls drawing one chart (bars, whiskers,
+    labels, axes); split, the parts would only pass the axes and the columns around.
     """
     keys = [i for i, kind in enumerate(result.kinds) if kind == "key"]
     measures = [i for i, kind in enumerate(result.kinds) if kind != "key"]

@@ -25,6 +25,7 @@ reachable only from Python and the ``dalenius catalog check`` command — never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -253,59 +254,73 @@ def findings(table: Table, profile: TableProfile) -> list[str]:
             f"{profile.max_row_count:,}: the table will be refused when opened."
         )
     for column, col in zip(profile.columns, table.columns, strict=True):
-        where = f"column {column.name!r}: "
-        if column.unreadable:
-            out.append(
-                where
-                + f"{share(column.unreadable)} do not read as {column.type} and are read as NULL."
+        out += _column_findings(column, col, share, profile.unit)
+    if profile.unit is not None:
+        out += _unit_findings(profile.unit, share)
+    return out
+
+
+def _column_findings(
+    column: ColumnProfile, col: Column, share: Callable[[int], str], unit: dict[str, Any] | None
+) -> list[str]:
+    """What will be misread, clipped or left out in one column (``col`` its declaration)."""
+    out = []
+    where = f"column {column.name!r}: "
+    if column.unreadable:
+        out.append(
+            where + f"{share(column.unreadable)} do not read as {column.type} and are read as NULL."
+        )
+    if column.nulls and not col.nullable:
+        out.append(
+            where + f"{share(column.nulls)} are NULL, but the column is declared "
+            "nullable = false: COUNT(column) will be answered as COUNT(*)."
+        )
+    if column.below and col.bounds is not None:
+        out.append(
+            where + f"{share(column.below)} below the lower bound {_number(col.bounds[0])}: "
+            "clipped to it in every aggregate."
+        )
+    if column.above and col.bounds is not None:
+        out.append(
+            where + f"{share(column.above)} above the upper bound {_number(col.bounds[1])}: "
+            "clipped to it in every aggregate."
+        )
+    if column.outside_keys:
+        seen = ", ".join(f"{v!r} ({n:,})" for v, n in column.examples)
+        text = (
+            where + f"{share(column.outside_keys)} hold a value outside the declared keys "
+            f"(most frequent: {seen}): left out of every GROUP BY on this column."
+        )
+        if column.case_only:
+            text += (
+                f" {column.case_only:,} of them match a key but for upper/lower case: "
+                "check the case of the key list."
             )
-        if column.nulls and not col.nullable:
-            out.append(
-                where + f"{share(column.nulls)} are NULL, but the column is declared "
-                "nullable = false: COUNT(column) will be answered as COUNT(*)."
-            )
-        if column.below and col.bounds is not None:
-            out.append(
-                where + f"{share(column.below)} below the lower bound {_number(col.bounds[0])}: "
-                "clipped to it in every aggregate."
-            )
-        if column.above and col.bounds is not None:
-            out.append(
-                where + f"{share(column.above)} above the upper bound {_number(col.bounds[1])}: "
-                "clipped to it in every aggregate."
-            )
-        if column.outside_keys:
-            seen = ", ".join(f"{v!r} ({n:,})" for v, n in column.examples)
-            text = (
-                where + f"{share(column.outside_keys)} hold a value outside the declared keys "
-                f"(most frequent: {seen}): left out of every GROUP BY on this column."
-            )
-            if column.case_only:
-                text += (
-                    f" {column.case_only:,} of them match a key but for upper/lower case: "
-                    "check the case of the key list."
-                )
-            out.append(text)
-        if column.over_groups and profile.unit is not None:
-            out.append(
-                where + f"{column.over_groups:,} people hold more than max_groups = "
-                f"{profile.unit['max_groups']} distinct values: a GROUP BY on it keeps "
-                f"{profile.unit['max_groups']} of their groups."
-            )
-    unit = profile.unit
-    if unit is not None:
-        if unit["people_over_rows"]:
-            out.append(
-                f"privacy unit {unit['column']!r}: {unit['people_over_rows']:,} of "
-                f"{unit['people']:,} people have more than max_rows = {unit['max_rows']} rows "
-                f"(at most {unit['most_rows']:,}); {share(unit['rows_dropped'])} are dropped "
-                "from every query."
-            )
-        if unit["rows_without_id"]:
-            out.append(
-                f"privacy unit {unit['column']!r}: {share(unit['rows_without_id'])} have no id "
-                "(NULL) and are never counted."
-            )
+        out.append(text)
+    if column.over_groups and unit is not None:
+        out.append(
+            where + f"{column.over_groups:,} people hold more than max_groups = "
+            f"{unit['max_groups']} distinct values: a GROUP BY on it keeps "
+            f"{unit['max_groups']} of their groups."
+        )
+    return out
+
+
+def _unit_findings(unit: dict[str, Any], share: Callable[[int], str]) -> list[str]:
+    """What the privacy unit's caps drop, and the rows no unit holds."""
+    out = []
+    if unit["people_over_rows"]:
+        out.append(
+            f"privacy unit {unit['column']!r}: {unit['people_over_rows']:,} of "
+            f"{unit['people']:,} people have more than max_rows = {unit['max_rows']} rows "
+            f"(at most {unit['most_rows']:,}); {share(unit['rows_dropped'])} are dropped "
+            "from every query."
+        )
+    if unit["rows_without_id"]:
+        out.append(
+            f"privacy unit {unit['column']!r}: {share(unit['rows_without_id'])} have no id "
+            "(NULL) and are never counted."
+        )
     return out
 
 

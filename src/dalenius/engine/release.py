@@ -119,7 +119,11 @@ class Answer:
 
 
 def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
-    """Compute statistics, outputs, HAVING, ORDER BY and LIMIT from the released values."""
+    """Compute statistics, outputs, HAVING, ORDER BY and LIMIT from the released values.
+
+    Long because its steps (statistics, HAVING, ORDER BY, OFFSET and LIMIT, output columns with
+    their error bars) must run in this order over column lists that all of them share.
+    """
     query = plan.query
     n = len(noisy.groups)
     stats = [_statistic(plan, s, i, noisy, confidence) for i, s in enumerate(plan.statistics)]
@@ -219,7 +223,11 @@ Triple = tuple[list[Any], list[Any], list[Any]]
 def _statistic(
     plan: DPQuery, stat: Statistic, index: int, noisy: Noisy, confidence: float
 ) -> Triple:
-    """Values and interval ends of one aggregate for every released group."""
+    """Values and interval ends of one aggregate for every released group.
+
+    Long because it has one branch per statistic (count and sum, average, variance, quantile), each
+    turning its noisy measurements into values and error bars for every group.
+    """
     beta = 1 - confidence
     n = len(noisy.groups)
     if stat.kind in ("count", "sum"):

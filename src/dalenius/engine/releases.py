@@ -23,7 +23,14 @@ from dalenius.core.catalog import Table
 from dalenius.core.errors import InternalError, QueryError, UserError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 from dalenius.core.rng import system_random
-from dalenius.ledger.base import CACHED, COMMITTED, CachedAnswer, ChargeRequest, Reservation
+from dalenius.ledger.base import (
+    CACHED,
+    COMMITTED,
+    CachedAnswer,
+    ChargeRequest,
+    LedgerEntry,
+    Reservation,
+)
 from dalenius.releases.density import DensityPlan, DensityRelease, DensityRequest, plan_density
 from dalenius.releases.hierarchy import (
     HierarchyPlan,
@@ -308,6 +315,29 @@ def fetch_release(
     against the plan hash the entry was charged under, and post-processed — the same release,
     the same bytes. Only the analyst's own committed entries on this dataset can be fetched.
     """
+    entry, doc = _released_entry(session, entry_id)
+    plan = _plan_again(session, doc, entry.loss)
+    if plan.fingerprint() != entry.plan_hash:
+        raise QueryError(
+            f"the catalog has changed since entry {entry_id!r} was released, so it cannot be "
+            "rebuilt exactly.",
+            fix="ask for the release again under the current catalog (it is charged as new).",
+        )
+    release = _rebuilt(plan, entry.answer or "", doc, confidence)
+    session.ledger.record(
+        principal=session.analyst,
+        dataset=session.dataset,
+        sql=f"FETCH RELEASE {entry_id}: {entry.sql}",
+        outcome=CACHED,
+        detail="fetched again by id, at no cost",
+        plan_hash=entry.plan_hash,
+        loss=None,
+    )
+    return release, entry.loss, entry.id
+
+
+def _released_entry(session: Session, entry_id: str) -> tuple[LedgerEntry, dict[str, Any]]:
+    """The analyst's committed release ``entry_id`` (or its short prefix) and its record."""
     own = session.ledger.entries(principal=session.analyst, dataset=session.dataset)
     # The whole id, or the short prefix `dalenius ledger list` shows (at least 8 characters).
     found = [e for e in own if e.id == entry_id] or [
@@ -335,8 +365,20 @@ def fetch_release(
             fix="ask for the same release again: an identical request is answered from the "
             "ledger's record at no cost.",
         )
+    return entry, doc
+
+
+def _plan_again(
+    session: Session, doc: dict[str, Any], loss: Loss
+) -> DensityPlan | HierarchyPlan | SynthPlan | OnTheMapPlan:
+    """The release's plan, built again from the request its record keeps, under ``loss``.
+
+    Long because it has one arm per kind of release, each reading that kind's request back from
+    its JSON record field by field.
+    """
+    kind = doc["format"]
     req = doc["request"]
-    epsilon, delta, rho = _loss_parts(entry.loss)
+    epsilon, delta, rho = _loss_parts(loss)
     plan: DensityPlan | HierarchyPlan | SynthPlan | OnTheMapPlan
     if kind == DENSITY_FORMAT:
         grid = req["grid"]
@@ -398,15 +440,19 @@ def fetch_release(
             epsilon=epsilon,
             delta=None,
         )
-    if plan.fingerprint() != entry.plan_hash:
-        raise QueryError(
-            f"the catalog has changed since entry {entry_id!r} was released, so it cannot be "
-            "rebuilt exactly.",
-            fix="ask for the release again under the current catalog (it is charged as new).",
-        )
+    return plan
+
+
+def _rebuilt(
+    plan: DensityPlan | HierarchyPlan | SynthPlan | OnTheMapPlan,
+    answer: str,
+    doc: dict[str, Any],
+    confidence: float,
+) -> Release:
+    """The release post-processed again from the recorded noisy values (``answer``, ``doc``)."""
     release: Release
     if isinstance(plan, DensityPlan):
-        noisy_sum, noisy_n = _decode(entry.answer)
+        noisy_sum, noisy_n = _decode(answer)
         release = plan.post_process(noisy_sum, noisy_n, confidence)
     elif isinstance(plan, HierarchyPlan):
         release = plan.finish(np.asarray(doc["noisy"], dtype=np.int64), confidence)
@@ -417,16 +463,7 @@ def fetch_release(
     else:
         counts = np.asarray(doc["counts"], dtype=np.int64)
         release = plan.finish(counts.reshape(len(plan.destinations), len(plan.origins)))
-    session.ledger.record(
-        principal=session.analyst,
-        dataset=session.dataset,
-        sql=f"FETCH RELEASE {entry_id}: {entry.sql}",
-        outcome=CACHED,
-        detail="fetched again by id, at no cost",
-        plan_hash=entry.plan_hash,
-        loss=None,
-    )
-    return release, entry.loss, entry.id
+    return release
 
 
 def _loss_parts(loss: Loss) -> tuple[Fraction | None, Fraction | None, Fraction | None]:

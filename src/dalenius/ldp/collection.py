@@ -153,6 +153,11 @@ class CollectionSpec:
         self._build()
 
     def _build(self) -> None:
+        """Build the protocol's encoder and estimator from the settings (refusing bad ones).
+
+        Long because it has one arm per local protocol, each building that protocol's encoder and
+        estimator from its own parameters.
+        """
         s, eps = self.settings, self.epsilon
         p = self.protocol
         if p in FREQUENCY or p == "dbitflip":

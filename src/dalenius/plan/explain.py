@@ -215,6 +215,10 @@ def explain(
     """Describe ``plan``: measurements and selections with sensitivity, ε, noise and error.
 
     ``accuracy`` is how ε was chosen when the analyst gave error targets instead of ε.
+
+    Long because it walks the plan once and writes each part of the explanation in reading order
+    (measurements, selections, statistics, outputs, HAVING, ORDER BY); each part is a short loop
+    over the same plan and names.
     """
     query = plan.query
     names = display_names(query.relation)

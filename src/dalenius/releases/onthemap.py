@@ -200,7 +200,12 @@ class OnTheMapRelease:
 def plan_onthemap(
     catalog: Catalog, request: OnTheMapRequest, *, epsilon: Fraction | None, delta: Fraction | None
 ) -> OnTheMapPlan:
-    """Validate an origin–destination request and fix the prior, sizes and loss; reads no data."""
+    """Validate an origin–destination request and fix the prior, sizes and loss; reads no data.
+
+    Long because it validates the request in order (loss, table, origin and destination columns,
+    sizes, the count's share of ε), each refusal naming the parameter, the reason and the fix,
+    before any data is read.
+    """
     if delta:
         raise InvalidLossError(
             "the OnTheMap synthesizer is charged pure ε; delta must not be given.",

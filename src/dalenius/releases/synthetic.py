@@ -380,7 +380,11 @@ def plan_synthetic(
     delta: Fraction | None,
     rho: Fraction | None = None,
 ) -> SynthPlan:
-    """Validate a synthetic-data request and fix its domains and loss; reads no data."""
+    """Validate a synthetic-data request and fix its domains and loss; reads no data.
+
+    Long because it validates the request in order (table, bins, columns, domain sizes, rows, loss),
+    each refusal naming the parameter, the reason and the fix, before any data is read.
+    """
     table = catalog.table(request.table)
     if table is None:
         raise QueryError(

@@ -91,7 +91,12 @@ class GatewayMiddleware:
         self.allowed_hosts = frozenset(allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Handle one HTTP request (other ASGI traffic passes through)."""
+        """Handle one HTTP request (other ASGI traffic passes through).
+
+        Long because the request's id, timing, size limit, security headers and access-log line
+        share the state of one ASGI call, and the wrapped ``send`` that writes the headers must
+        close over it.
+        """
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -84,6 +84,13 @@ class Converter:
     # -- conversion -----------------------------------------------------------------------------
 
     def _expr(self, node: exp.Expr, clause: str, aggregate: AggregateHook | None) -> Expr:  # noqa: C901, PLR0912, PLR0915  # one arm per expression node
+        """The plan expression for one SQL expression node (refusing what the planner does not accept).
+
+        Long because it has one arm per kind of SQL expression node (columns, literals, operators,
+        IS, IN, BETWEEN, LIKE, CASE, EXTRACT, calls of registered functions) and one refusal per
+        node it does not accept (subqueries, casts, windows), each a few lines that share nothing.
+        """
+
         def sub(n: exp.Expr) -> Expr:
             return self._expr(n, clause, aggregate)
 

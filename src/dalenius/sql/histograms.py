@@ -90,6 +90,9 @@ def binned_counts(
 
     Raises:
         QueryError: the table, a column or the ``WHERE`` clause cannot be used (before any data is read).
+
+    Long because it validates the axes and the WHERE clause refusal by refusal (each with its fix)
+    before building the one plan that counts the bins.
     """
     if not 1 <= len(axes) <= 2:
         raise QueryError(

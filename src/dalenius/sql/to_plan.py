@@ -411,6 +411,12 @@ class _Planner:
         return _Source(relation, fields, spec, [table])
 
     def join(self, left: _Source, join: exp.Join, ctes: dict[str, exp.Select]) -> _Source:
+        """The source ``left`` joined with the table or subquery of ``join`` (refusing unsupported shapes).
+
+        Long because it is the allow-list of join shapes: each refusal (join kind, shared
+        qualifiers, two private tables not on their unit, the public side's shape) carries its own
+        message and fix, checked in the order that gives the most useful one.
+        """
         side = (join.args.get("side") or "").upper()
         kind = (join.args.get("kind") or "").upper()
         # An allow-list: a kind the planner does not implement (SEMI, ANTI, CROSS, ...) is refused,
@@ -655,6 +661,12 @@ class _Planner:
         return self.projection(select, alias, inner)
 
     def projection(self, select: exp.Select, alias: str, inner: _Source) -> _Source:
+        """A non-aggregating SELECT over ``inner``, as a :class:`Project` source named ``alias``.
+
+        Long because it resolves every kind of select item (star, column, expression, alias) and
+        carries the privacy unit's field through the projection, refusing each shape that would lose
+        it.
+        """
         converter = self.converter(inner)
         infos = {f.id: _info(f) for f in inner.fields}
         fields: list[Field] = []
@@ -729,6 +741,12 @@ class _Planner:
         return _Source(relation, fields, unit, inner.tables)
 
     def per_unit(self, select: exp.Select, alias: str, inner: _Source) -> _Source:
+        """An aggregating subquery grouped by the privacy unit, as a :class:`UnitAggregate` source.
+
+        Long because it checks an aggregating subquery's shape refusal by refusal (GROUP BY the unit
+        alone, per-unit aggregates only, HAVING, DISTINCT), each with its message and fix, before
+        building the UnitAggregate.
+        """
         if inner.unit is None or inner.unit.kind != "id":
             raise self.error(
                 "an aggregating subquery must group by the privacy unit of a table with an id privacy unit.",
@@ -888,7 +906,12 @@ class _Planner:
         converter: Converter,
         clause: str,
     ) -> AggCall:
-        """Validate one aggregate call and derive its argument's bounds."""
+        """Validate one aggregate call and derive its argument's bounds.
+
+        Long because each aggregate's rules (COUNT, DISTINCT, a numeric argument, explicit bounds,
+        quantiles, magnitudes) are refusals with their own message and fix, checked in order on the
+        same derived argument.
+        """
         assert source.unit is not None
         label = node.sql(dialect=DEFAULT_DIALECT)
         infos = converter.fields

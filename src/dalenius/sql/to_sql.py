@@ -114,6 +114,10 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
 
     ``salt`` keys the hash that picks which rows of a unit are kept; the engine draws it per query
     from the OS generator, and all statements of one query share it (so they see the same rows).
+
+    Long because it assembles every statement of one query (relation, group keys, the bounding or
+    the key filter, the main aggregate and one per histogram) around one rendering of the relation,
+    which pieces split apart would pass around as half a dozen values.
     """
     dialect = as_dialect(dialect)
     query = plan.query
@@ -287,6 +291,10 @@ def bounded(
     split values the GROUP BY merges (PostgreSQL hashes -0.0 and 0.0 as different text), so it
     could drop a row of a unit that has a single group. Whether a unit is ranked depends on its
     own rows only. On Spark every row is ranked (see below), with no ``WITH`` clause.
+
+    Long because it writes one statement, the two-pass bounding (one aggregation finds the units
+    over their caps, only their rows are ranked), whose parts share the unit, the columns read and
+    the dialect; the ranking itself is :func:`_ranked`.
     """
     unit_col = _col(unit)
     where = [exp.Not(this=exp.Is(this=unit_col.copy(), expression=exp.Null())), *conditions]
@@ -904,6 +912,10 @@ class Compiler:
         """Compile a plan expression (total: it never fails on a row).
 
         With ``clip``, every column that has public bounds is clipped to them (inside aggregates).
+
+        Long because it has one arm per plan expression node, each writing that node's total
+        (never-failing) SQL, plus the guards some functions need on some engines; plain calls are
+        written from the registry of functions.
         """
 
         def sub(e: Expr) -> exp.Expr:
