@@ -34,6 +34,9 @@ class Dialect:
     text_type: str
     """The name of the text type in a cast."""
 
+    double_type: str
+    """The name of the 64-bit floating-point type in a cast."""
+
     keyed_hash: str
     """The seeded 64-bit hash function that ranks rows for contribution bounding."""
 
@@ -87,6 +90,7 @@ DUCKDB = Dialect(
     name="duckdb",
     identifier_quote='"',
     text_type="VARCHAR",
+    double_type="DOUBLE",
     keyed_hash="HASH",
     hash_reads_text=False,
     exact_bigint_sum=True,
@@ -102,6 +106,7 @@ POSTGRES = Dialect(
     name="postgres",
     identifier_quote='"',
     text_type="TEXT",
+    double_type="DOUBLE PRECISION",
     # hashtextextended(text, seed) (PostgreSQL 11+): a seeded 64-bit hash, about twice as fast
     # to compute and to sort by as an MD5 of the same text.
     keyed_hash="HASHTEXTEXTENDED",
@@ -119,6 +124,7 @@ SPARK = Dialect(
     name="spark",
     identifier_quote="`",
     text_type="STRING",
+    double_type="DOUBLE",
     keyed_hash="XXHASH64",
     hash_reads_text=False,
     exact_bigint_sum=False,

@@ -27,7 +27,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
+
+from dalenius.core.dialect import Dialect
 
 _WS = "[ \t\n\v\f\r]*"
 """ASCII white space, as DuckDB trims it around numbers (the characters themselves, no escapes)."""
@@ -81,3 +85,65 @@ def sql_string(text: str) -> str:
         "'it''s'"
     """
     return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Conversions:
+    """How one engine converts a source column: the parts of the ladder that differ by engine."""
+
+    dialect: Dialect
+    from_text: Callable[[str, str], str]
+    """SQL reading a text value as the declared type through the grammar above (NULL otherwise)."""
+    exact_to_bigint: Callable[[str], str]
+    """SQL rounding an exact decimal half away from zero to BIGINT, NULL outside its range."""
+    exact_to_double: Callable[[str], str]
+    """SQL converting an exact decimal to the nearest double, never raising."""
+
+
+def converted(value: str, kind: str | None, declared: str, engine: Conversions) -> str | None:
+    """SQL reading ``value``, a source column of ``kind``, as the ``declared`` type.
+
+    ``kind`` is what the column holds, whatever the engine calls its type: ``text``,
+    ``integer``, ``float``, ``exact`` (a decimal), ``bool``, ``date`` or ``timestamp``; ``None``
+    for anything else.
+
+    ``None`` when the column cannot become the declared type without guessing (a double
+    declared ``int``): the executor refuses it with a fix. A float's NaN becomes NULL (missing,
+    not a number: the same rule on every engine).
+
+    Example:
+        >>> from dalenius.core.dialect import SPARK
+        >>> spark = Conversions(SPARK, lambda v, d: v, lambda v: v, lambda v: v)
+        >>> converted("`x`", "integer", "float", spark)
+        "NULLIF(CAST(`x` AS DOUBLE), CAST('NaN' AS DOUBLE))"
+        >>> converted("`x`", "float", "int", spark) is None
+        True
+    """
+    double = engine.dialect.double_type
+    out: str | None = None
+    if kind == "text":
+        out = engine.from_text(value, declared)
+    elif declared == "int":
+        if kind == "integer":
+            out = f"CAST({value} AS BIGINT)"
+        elif kind == "exact":
+            out = engine.exact_to_bigint(value)
+    elif declared == "float":
+        if kind in ("integer", "float"):
+            out = f"CAST({value} AS {double})"
+        elif kind == "exact":
+            out = engine.exact_to_double(value)
+    elif declared == "str":
+        if kind == "integer":
+            out = f"CAST({value} AS {engine.dialect.text_type})"
+    elif declared == "bool":
+        if kind == "bool":
+            out = value
+    elif declared == "date":
+        if kind == "date":
+            out = value
+        elif kind == "timestamp":
+            out = f"CAST({value} AS DATE)"
+    if out is not None and declared == "float":
+        out = f"NULLIF({out}, CAST('NaN' AS {double}))"
+    return out

@@ -48,6 +48,8 @@ from dalenius.executors.convert import (
     NEG_INF_TEXT,
     POS_INF_TEXT,
     TRUE_TEXT,
+    Conversions,
+    converted,
     sql_string,
 )
 from dalenius.executors.pg_functions import FUNCTIONS
@@ -55,9 +57,16 @@ from dalenius.executors.pg_functions import FUNCTIONS
 if TYPE_CHECKING:
     import psycopg
 
-_INTEGER_TYPES = ("int2", "int4", "int8")
-_FLOAT_TYPES = ("float4", "float8")
-_TEXT_TYPES = ("text", "varchar", "bpchar", "name")
+_KINDS = {
+    **dict.fromkeys(("int2", "int4", "int8"), "integer"),
+    **dict.fromkeys(("float4", "float8"), "float"),
+    **dict.fromkeys(("text", "varchar", "bpchar", "name"), "text"),
+    "numeric": "exact",
+    "bool": "bool",
+    "date": "date",
+    "timestamp": "timestamp",
+}
+"""What each PostgreSQL base type holds (the kinds of :func:`dalenius.executors.convert.converted`)."""
 
 VERSION_MODES = ("stats", "scan")
 """Values of the ``data_version`` source option."""
@@ -271,36 +280,9 @@ def redact(url: str) -> str:
 def _converted(column: Column, relation: _Relation, table: Table) -> str:
     """The SQL reading ``column`` from the source as its declared type, NULL when malformed."""
     actual, pg_type = relation.types[column.name.lower()]
-    value = POSTGRES.quote(actual)
     declared = column.type
-    converted: str | None = None
-    if pg_type in _TEXT_TYPES:
-        converted = _from_text(f"CAST({value} AS TEXT)", declared)
-    elif declared == "int":
-        if pg_type in _INTEGER_TYPES:
-            converted = f"CAST({value} AS BIGINT)"
-        elif pg_type == "numeric":
-            converted = _numeric_to_bigint(value)
-    elif declared == "float":
-        if pg_type in _INTEGER_TYPES or pg_type in _FLOAT_TYPES:
-            converted = f"CAST({value} AS DOUBLE PRECISION)"
-        elif pg_type == "numeric":
-            converted = _numeric_to_double(value)
-    elif declared == "str":
-        if pg_type in _INTEGER_TYPES:
-            converted = f"CAST({value} AS TEXT)"
-    elif declared == "bool":
-        if pg_type == "bool":
-            converted = value
-    elif declared == "date":
-        if pg_type == "date":
-            converted = value
-        elif pg_type == "timestamp":
-            converted = f"CAST({value} AS DATE)"
-    if converted is not None and declared == "float":
-        # NaN is missing, not a number: it becomes NULL (the same rule on every engine).
-        converted = f"NULLIF({converted}, CAST('NaN' AS DOUBLE PRECISION))"
-    if converted is None:
+    read = converted(POSTGRES.quote(actual), _KINDS.get(pg_type), declared, _CONVERSIONS)
+    if read is None:
         raise CatalogError(
             f"the PostgreSQL column has type {pg_type}, which Dalenius does not read as "
             f"{declared} (it would have to guess).",
@@ -309,7 +291,7 @@ def _converted(column: Column, relation: _Relation, table: Table) -> str:
             fix=f"declare the column with the type matching {pg_type}, or expose a view that "
             f"casts it to {_PG_NAMES[declared]}.",
         )
-    return f"{converted} AS {POSTGRES.quote(column.name)}"
+    return f"{read} AS {POSTGRES.quote(column.name)}"
 
 
 _PG_NAMES = {
@@ -321,8 +303,9 @@ _PG_NAMES = {
 }
 
 
-def _from_text(value: str, declared: str) -> str:
+def _from_text(column: str, declared: str) -> str:
     """Text to the declared type through the shared grammar; anything else is NULL."""
+    value = f"CAST({column} AS TEXT)"
     if declared == "str":
         return f"NULLIF({value}, '')"
     if declared == "int":
@@ -372,3 +355,6 @@ def _numeric_to_bigint(number: str) -> str:
 def _numeric_to_double(number: str) -> str:
     """A NUMERIC correctly rounded to double, ±∞ on overflow and 0 on underflow (never an error)."""
     return f"pg_temp.dalenius_to_double({number})"
+
+
+_CONVERSIONS = Conversions(POSTGRES, _from_text, _numeric_to_bigint, _numeric_to_double)

@@ -47,6 +47,8 @@ from dalenius.executors.convert import (
     NEG_INF_TEXT,
     POS_INF_TEXT,
     TRUE_TEXT,
+    Conversions,
+    converted,
     sql_string,
 )
 
@@ -71,8 +73,16 @@ _SQL_CONF = {
     "spark.sql.caseSensitive": "false",
 }
 
-_INTEGER_TYPES = ("tinyint", "smallint", "int", "bigint")
-_FLOAT_TYPES = ("float", "double")
+_KINDS = {
+    **dict.fromkeys(("tinyint", "smallint", "int", "bigint"), "integer"),
+    **dict.fromkeys(("float", "double"), "float"),
+    "decimal": "exact",
+    "string": "text",
+    "boolean": "bool",
+    "date": "date",
+    "timestamp_ntz": "timestamp",
+}
+"""What each Spark base type holds (the kinds of :func:`dalenius.executors.convert.converted`)."""
 _FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".orc": "orc"}
 
 _base_lock = threading.Lock()
@@ -315,35 +325,10 @@ def _local(uri: str) -> str:
 
 def _converted(column: Column, actual: str, spark_type: str, table: Table) -> str:
     """The SQL reading ``column`` as its declared type, NULL when malformed."""
-    value = SPARK.quote(actual)
     declared = column.type
-    base = spark_type.split("(", maxsplit=1)[0]
-    converted: str | None = None
-    if base == "string":
-        converted = _from_text(value, declared)
-    elif declared == "int":
-        if base in _INTEGER_TYPES:
-            converted = f"CAST({value} AS BIGINT)"
-        elif base == "decimal":
-            converted = _decimal_to_bigint(f"ROUND({value}, 0)")
-    elif declared == "float":
-        if base in _INTEGER_TYPES or base in _FLOAT_TYPES or base == "decimal":
-            converted = f"CAST({value} AS DOUBLE)"
-    elif declared == "str":
-        if base in _INTEGER_TYPES:
-            converted = f"CAST({value} AS STRING)"
-    elif declared == "bool":
-        if base == "boolean":
-            converted = value
-    elif declared == "date":
-        if base == "date":
-            converted = value
-        elif base == "timestamp_ntz":
-            converted = f"CAST({value} AS DATE)"
-    if converted is not None and declared == "float":
-        # NaN is missing, not a number: it becomes NULL (the same rule on every engine).
-        converted = f"NULLIF({converted}, CAST('NaN' AS DOUBLE))"
-    if converted is None:
+    kind = _KINDS.get(spark_type.split("(", maxsplit=1)[0])
+    read = converted(SPARK.quote(actual), kind, declared, _CONVERSIONS)
+    if read is None:
         raise CatalogError(
             f"the Spark column has type {spark_type}, which Dalenius does not read as {declared} "
             "(it would have to guess).",
@@ -351,7 +336,7 @@ def _converted(column: Column, actual: str, spark_type: str, table: Table) -> st
             column=column.name,
             fix="declare the column with the type matching its data, or convert the data.",
         )
-    return f"{converted} AS {SPARK.quote(column.name)}"
+    return f"{read} AS {SPARK.quote(column.name)}"
 
 
 def _from_text(value: str, declared: str) -> str:
@@ -404,3 +389,11 @@ def _decimal_to_bigint(rounded: str) -> str:
         f"CASE WHEN {rounded} BETWEEN {BIGINT_MIN} AND {BIGINT_MAX} "
         f"THEN CAST({rounded} AS BIGINT) END"
     )
+
+
+_CONVERSIONS = Conversions(
+    SPARK,
+    _from_text,
+    lambda value: _decimal_to_bigint(f"ROUND({value}, 0)"),
+    lambda value: f"CAST({value} AS DOUBLE)",
+)
