@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dalenius.core.dialect import DIALECTS as ENGINE_DIALECTS
+
 Value = Any
 """A value computed on public data (``None`` is SQL's NULL)."""
 
@@ -49,8 +51,8 @@ Fail = Callable[[str, str], Exception]
 
 NUMERIC = frozenset({"int", "float"})
 
-DIALECTS = ("duckdb", "postgres", "spark")
-"""The engines whose SQL every function must be spelled in."""
+DIALECTS = tuple(ENGINE_DIALECTS)
+"""The engines whose SQL every function must be spelled in (every :mod:`dalenius.core.dialect`)."""
 
 MAX_ROUND_DIGITS = 15
 """ROUND keeps at most this many digits either side of the point (doubles hold no more)."""
