@@ -16,13 +16,10 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "dalenius"
 LIMIT = 60
 MARK = "Long because"
 
-PENDING = {
-    "ledger/schema.py:statements",
-    "ledger/sqlstore.py:SqlLedger._reserve",
-}
-"""Functions of the ledger, whose storage is being moved onto one layer shared with the gateway:
-they are split or explained with that change. The test fails once one of them is short, so the
-entry is removed then."""
+PENDING = {"ledger/schema.py:statements"}
+"""Long functions not yet split or explained: the ledger's schema statements, left to the
+ledger's own changes (its storage layer was just rewritten). The test fails once one of them is
+short, so the entry is removed then."""
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.FunctionDef]]:

@@ -364,7 +364,7 @@ def bounded_aggregate(
     measures: list[tuple[str, exp.Expr]],
     max_rows: int,
     rank: Callable[[exp.Select], exp.Select],
-    dialect: str,
+    dialect: Dialect,
 ) -> str | None:
     """The main statement of a bounded query, aggregating each unit once; ``None`` if it cannot.
 
@@ -386,9 +386,14 @@ def bounded_aggregate(
     to the key after the last aggregation.
 
     Not for Spark, which may evaluate a CTE once per reference (see :func:`bounded`).
+
+    Long because it writes one statement whose parts (the per-unit partials, the units over
+    their caps ranked, the per-group totals, the keys mapped back from their list positions)
+    share the grouping, the listed keys and the dialect; the rows and the lists are
+    :func:`_unit_rows`.
     """
     split = _partials([m for _, m in measures])
-    if split is None or dialect == "spark":
+    if split is None or dialect.ranks_every_row:
         return None
     parts, totals = split
     unit_col = _col(unit)
@@ -405,13 +410,13 @@ def bounded_aggregate(
     # Positions in a list are never NULL (the join drops NULL keys): they are compared first.
     checks = [compared[i] for i, _ in grouped if i in listed]
     checks += [compared[i] for i, _ in grouped if i not in listed]
-    unit_sql = unit_col.sql(dialect=dialect)
-    part_sql = [p.sql(dialect=dialect) for p in parts]
+    unit_sql = unit_col.sql(dialect=dialect.name)
+    part_sql = [p.sql(dialect=dialect.name) for p in parts]
     units = [
         f"{unit_sql} AS __u",
-        f"{exp.not_(_within_caps(checks, max_rows, len(listed))).sql(dialect=dialect)}"
+        f"{exp.not_(_within_caps(checks, max_rows, len(listed))).sql(dialect=dialect.name)}"
         " AS __over_caps",
-        *(f"MIN({compared[i].sql(dialect=dialect)}) AS __lo{i}" for i, _ in grouped),
+        *(f"MIN({compared[i].sql(dialect=dialect.name)}) AS __lo{i}" for i, _ in grouped),
         *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
     ]
 
@@ -441,23 +446,24 @@ def bounded_aggregate(
         exp.select("__s.*")
         .from_("__input AS __s")
         .where(
-            f"__s.{unit_sql} IN (SELECT __ou FROM __split WHERE NOT __ou IS NULL)", dialect=dialect
+            f"__s.{unit_sql} IN (SELECT __ou FROM __split WHERE NOT __ou IS NULL)",
+            dialect=dialect.name,
         )
     )
     capped = rank(over_rows)
-    by_sql = [by.sql(dialect=dialect) for _, by in grouped]
+    by_sql = [by.sql(dialect=dialect.name) for _, by in grouped]
     ranked_part = ", ".join(
         [
             *(f"{b} AS __g{i}" for b, (i, _) in zip(by_sql, grouped, strict=True)),
             *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
         ]
     )
-    ranked_sql = f"SELECT {ranked_part} FROM ({capped.sql(dialect=dialect)}) AS __b"
+    ranked_sql = f"SELECT {ranked_part} FROM ({capped.sql(dialect=dialect.name)}) AS __b"
     if by_sql:
         ranked_sql += " GROUP BY " + ", ".join(by_sql)
     within_part = f"SELECT {', '.join([*gs, *ps])} FROM __split WHERE __ou IS NULL"
     total_sql = [
-        f"{t.sql(dialect=dialect)} AS {_quoted(name)}"
+        f"{t.sql(dialect=dialect.name)} AS {_quoted(name)}"
         for (name, _), t in zip(measures, totals, strict=True)
     ]
     body = f"SELECT {', '.join([*gs, *total_sql])} FROM ({within_part} UNION ALL {ranked_sql}) AS __parts"
@@ -468,7 +474,7 @@ def bounded_aggregate(
         if i in listed:
             outputs.append(f"__kv{i}.__v AS __k{i}")
         elif key.find(exp.Column) is None:
-            outputs.append(f"{key.sql(dialect=dialect)} AS __k{i}")
+            outputs.append(f"{key.sql(dialect=dialect.name)} AS __k{i}")
         else:
             outputs.append(f"__t.__g{i} AS __k{i}")
     outputs += [f"__t.{_quoted(name)}" for name, _ in measures]
@@ -482,7 +488,7 @@ def _unit_rows(
     row_fields: list[str],
     keys: list[exp.Expr],
     group_keys: list[GroupKey],
-    dialect: str,
+    dialect: Dialect,
 ) -> tuple[str, dict[int, str]]:
     """The rows a bounded query reads, and the public lists joined to them, by key index.
 
@@ -501,30 +507,32 @@ def _unit_rows(
         if group.keys is not None and i not in listed:
             where.append(exp.In(this=key.copy(), expressions=[_key_literal(v) for v in group.keys]))
     needed = [unit, *(f for f in row_fields if f != unit)]
-    columns = [_col(f).sql(dialect=dialect) for f in needed]
+    columns = [_col(f).sql(dialect=dialect.name) for f in needed]
     columns += [f"__kv{i}.__i AS __i{i}" for i in listed]
     joins = "".join(
-        f" JOIN {lists[i]} ON {keys[i].sql(dialect=dialect)} = __kv{i}.__v" for i in listed
+        f" JOIN {lists[i]} ON {keys[i].sql(dialect=dialect.name)} = __kv{i}.__v" for i in listed
     )
     rows = (
-        f"SELECT {', '.join(columns)} FROM ({relation.sql(dialect=dialect)}) AS __in{joins}"
-        f" WHERE {exp.and_(*where).sql(dialect=dialect)}"
+        f"SELECT {', '.join(columns)} FROM ({relation.sql(dialect=dialect.name)}) AS __in{joins}"
+        f" WHERE {exp.and_(*where).sql(dialect=dialect.name)}"
     )
     return rows, lists
 
 
-def _values_list(keys: tuple[Key, ...], name: str, dialect: str) -> str:
+def _values_list(keys: tuple[Key, ...], name: str, dialect: Dialect) -> str:
     """A public key list as a relation ``name(__v, __i)``: each key and its position.
 
     Each key appears once, whatever the list: a key listed twice would join each of its rows
     twice.
 
     Example:
-        >>> _values_list(("a", "b", "a"), "__kv0", "duckdb")
+        >>> _values_list(("a", "b", "a"), "__kv0", DUCKDB)
         "(VALUES ('a', 0), ('b', 1)) AS __kv0(__v, __i)"
     """
     unique = dict.fromkeys(keys)
-    rows = ", ".join(f"({_key_literal(v).sql(dialect=dialect)}, {i})" for i, v in enumerate(unique))
+    rows = ", ".join(
+        f"({_key_literal(v).sql(dialect=dialect.name)}, {i})" for i, v in enumerate(unique)
+    )
     return f"(VALUES {rows}) AS {name}(__v, __i)"
 
 
