@@ -224,7 +224,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
     for m in plan.measurements:
         if m.kind == "degrees":
             assert m.arg is not None  # the unit's id, as COUNT(DISTINCT unit) reads it
-            unit = compiler.expression(m.arg).sql(dialect=dialect)
+            unit = compiler.expression(m.arg).sql(dialect=dialect.name)
             sql = degree_counts(prefix, source, key_sql, group_sql, condition_sql, unit, m.name)
             histograms.append((m.name, sql))
     return ExactSQL(main=main, histograms=tuple(histograms))
