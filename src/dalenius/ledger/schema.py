@@ -75,6 +75,9 @@ def migrations(dialect: Dialect, version: str) -> list[str]:
 def statements(dialect: Dialect) -> list[str]:
     """The DDL that creates the ledger's tables and indexes if they do not exist.
 
+    Long because it is the schema itself: one literal per table and index, read top to bottom
+    as the ledger's data model (docs/ledger.md); splitting it would scatter that model.
+
     Example:
         >>> len(statements("sqlite")) == len(statements("postgres"))
         True
