@@ -28,6 +28,7 @@ from dalenius.core.errors import (
     DeadlineError,
     EvaluationFailed,
     ExecutionError,
+    QueryError,
 )
 from dalenius.core.loss import PureDP
 from dalenius.engine import timing
@@ -346,6 +347,33 @@ def test_no_automatic_collection_inside_a_release_and_a_sweep_before_its_outcome
     assert seen == [(False, 1, 0), (False, 1, 1)]
     assert gc.isenabled()
     assert collector.windows_open() == 0
+
+
+def test_the_collector_is_paused_from_arrival_through_planning_and_after_a_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning, before the release clock starts, runs with automatic collection off too: where
+    a collection lands depends on what earlier answers allocated. A refusal resumes it."""
+    import gc
+
+    from dalenius.engine import collector
+
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, scan=60_000.0)
+    planning: list[tuple[bool, int]] = []
+    with dalenius.connect(catalog, budget=1) as session:
+        original = session.prepare
+
+        def spy(*args: object, **kwargs: object) -> object:
+            planning.append((gc.isenabled(), collector.windows_open()))
+            return original(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(session, "prepare", spy)
+        session.query('SELECT COUNT(*) FROM "t"', epsilon=0.25)
+        with pytest.raises(QueryError):
+            session.query('SELECT COUNT(*) FROM "nope"', epsilon=0.25)
+    assert planning == [(False, 1), (False, 1)]
+    assert gc.isenabled() and collector.windows_open() == 0
 
 
 def _failing_fetch(sql: str) -> list[tuple[object, ...]]:

@@ -207,8 +207,30 @@ class Session:
                 text never changes; the engine's message is in the custodian's audit trail.
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
+        target = (target_error, target_relative, expected)
+        if not self.catalog.constant_time:
+            return self._query(sql, epsilon, delta, conf, idempotency_key, target)
+        # From arrival, not only in the release window: where an automatic collection lands
+        # depends on what earlier answers allocated, so it would put their data into the
+        # planning time before the clock starts (engine/collector.py).
+        collector.pause()
         try:
-            targets = parse_targets(target_error, target_relative, expected)
+            return self._query(sql, epsilon, delta, conf, idempotency_key, target)
+        finally:
+            collector.resume()
+
+    def _query(
+        self,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        conf: float,
+        idempotency_key: str | None,
+        target: tuple[Any, Any, Any],
+    ) -> Result:
+        """Plan ``sql`` (a refusal is audited and raised), then reserve and release it."""
+        try:
+            targets = parse_targets(*target)
             prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
             # The release clock starts once the plan is ready: parsing and planning read only
             # the query text and the catalog, and take as long as a new text needs.
@@ -216,13 +238,7 @@ class Session:
         except UserError as exc:
             self._audit(sql, "refused", exc)
             raise
-        if not self.catalog.constant_time:
-            return self._answer(sql, prepared, conf, idempotency_key, deadline)
-        collector.pause()
-        try:
-            return self._answer(sql, prepared, conf, idempotency_key, deadline)
-        finally:
-            collector.resume()
+        return self._answer(sql, prepared, conf, idempotency_key, deadline)
 
     def _answer(
         self,
