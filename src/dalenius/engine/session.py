@@ -28,8 +28,9 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,7 +59,7 @@ from dalenius.engine.noise import (
     build_mechanisms,
     check_reserved,
 )
-from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate
+from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate, learn
 from dalenius.engine.release import exact_values, post_process
 from dalenius.engine.releases import (
     audit_refusal,
@@ -115,12 +116,22 @@ class Prepared:
     """A query ready to release: its DP plan, its exact SQL for this executor, the tables it
     reads and (accuracy first) the ε split chosen. Built by :meth:`Session.prepare`; reads no
     private data and spends nothing.
+
+    The exact SQL is written when first read (and then kept): a caller that needs only the plan,
+    such as the gateway checking a query's loss before answering it, does not pay for writing it.
     """
 
     plan: DPQuery
-    exact: ExactSQL
+    write: Callable[[], ExactSQL] = field(repr=False, compare=False)
     tables: tuple[Table, ...]
     allocation: Allocation | None = None
+
+    @cached_property
+    def exact(self) -> ExactSQL:
+        """The exact SQL of :attr:`plan` for this executor (with a fresh hash key if it bounds
+        a privacy unit).
+        """
+        return self.write()
 
 
 class Session:
@@ -180,6 +191,31 @@ class Session:
         prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
         return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
 
+    def plan(self, sql: str, epsilon: Any = None, **options: Any) -> DPQuery:
+        """The DP plan :meth:`explain` shows (its loss, measurements), refused as it would be.
+
+        Takes :meth:`explain`'s arguments. Neither the exact SQL nor the expected errors are
+        worked out: for a caller that checks a query's loss before answering it (the gateway),
+        at a small part of explain's cost.
+        """
+        unknown = set(options) - {
+            "delta",
+            "confidence",
+            "target_error",
+            "target_relative",
+            "expected",
+        }
+        if unknown:
+            raise TypeError(f"plan() got unexpected arguments {sorted(unknown)}")
+        given = options.get("confidence")
+        conf = _confidence(given if given is not None else self.confidence)
+        targets = parse_targets(
+            options.get("target_error"), options.get("target_relative"), options.get("expected")
+        )
+        return self.prepare(
+            sql, epsilon, options.get("delta"), targets=targets, confidence=conf
+        ).plan
+
     def query(
         self,
         sql: str,
@@ -232,6 +268,7 @@ class Session:
         try:
             targets = parse_targets(*target)
             prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+            _write_now(prepared, sql)
             # The release clock starts once the plan is ready: parsing and planning read only
             # the query text and the catalog, and take as long as a new text needs.
             deadline = self._deadline(prepared.plan, time.monotonic())
@@ -751,8 +788,8 @@ class Session:
             )
         except QueryError as exc:  # a refusal while planning: point at its clause
             raise located(exc, sql) from None
-        exact = self._exact_sql(plan, None if measured else key, salt)
-        return Prepared(plan=plan, exact=exact, tables=resolved.tables)
+        write = partial(self._exact_sql, plan, None if measured else key, salt)
+        return Prepared(plan=plan, write=write, tables=resolved.tables)
 
     def _prepare_for_accuracy(
         self,
@@ -817,8 +854,8 @@ class Session:
             if measured
             else PLANS.get(self.catalog, key, lambda: to_dp(query, eps, dlt, shares))
         )
-        exact = self._exact_sql(plan, None if measured else key, None)
-        return Prepared(plan=plan, exact=exact, tables=resolved.tables, allocation=allocation)
+        write = partial(self._exact_sql, plan, None if measured else key, None)
+        return Prepared(plan=plan, write=write, tables=resolved.tables, allocation=allocation)
 
     def _exact_sql(self, plan: DPQuery, key: tuple[Any, ...] | None, salt: int | None) -> ExactSQL:
         """The exact SQL of ``plan`` for this executor, from the plan cache under ``key`` if given."""
@@ -831,16 +868,17 @@ class Session:
         # must not be predictable from, or favour, any data value.
         if salt is None:
             salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
-        template = None
-        if key is not None and 0 <= salt < SALT_LIMIT:
-            template = PLANS.get(
-                self.catalog,
-                (*key, dialect, "salted"),
-                lambda: SaltedTemplate.build(lambda s: exact_queries(plan, dialect, salt=s)),
-            )
-        if template is None:
+        if key is None or not 0 <= salt < SALT_LIMIT:
             return exact_queries(plan, dialect, salt=salt)
-        return template.with_salt(salt)
+        # A proved template gives the SQL for this key; else the SQL is written once, with this
+        # key, and teaches the cache a template (engine/plans.py, Candidate).
+        slot = (*key, dialect, "salted")
+        known = PLANS.peek(self.catalog, slot)
+        if isinstance(known, SaltedTemplate):
+            return known.with_salt(salt)
+        exact = exact_queries(plan, dialect, salt=salt)
+        PLANS.put(self.catalog, slot, learn(known, exact, salt))
+        return exact
 
     def _measure_joins(self, resolved: Resolved) -> tuple[Query, bool]:
         """The query after the plan rules that read public tables (each public join's
@@ -970,6 +1008,24 @@ def connect(
         )
     engine = executor if executor is not None else executor_for(cat)
     return Session(cat, ledger=book, executor=engine, analyst=analyst, confidence=confidence)
+
+
+def _write_now(prepared: Prepared, sql: str) -> None:
+    """Write ``prepared``'s exact SQL now: before the release clock starts, before anything is
+    reserved, so that a query whose SQL cannot be written is refused and costs nothing.
+
+    The planner refuses deeper nesting than writing the SQL can handle; should a query pass it
+    and still be too deep to write, this is a refusal too, never an error after the charge.
+    """
+    try:
+        prepared.exact  # noqa: B018 (cached on the object)
+    except RecursionError:
+        raise QueryError(
+            "the query is too deeply nested to be written as SQL.",
+            sql=sql,
+            why="writing its exact SQL for the engine failed; nothing was read or spent.",
+            fix="use simpler expressions.",
+        ) from None
 
 
 def _confidence(value: float) -> float:

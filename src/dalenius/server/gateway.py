@@ -351,10 +351,8 @@ class Gateway:
             checked_number("delta", delta)
             check_sql_shape(sql)
             with _planning(sql):
-                explanation = session.explain(
-                    sql, epsilon, delta=delta, confidence=confidence, **targets
-                )
-            self._check_loss(explanation.loss, floor)
+                plan = session.plan(sql, epsilon, delta=delta, confidence=confidence, **targets)
+            self._check_loss(plan.loss, floor)
         except UserError as refusal:
             if not _session_refuses(refusal):
                 self._audit_refusal(caller, opened, sql, refusal)
