@@ -4,12 +4,14 @@ Steps, in order (each visible in explain output):
 
 1. **Unit caps.** How many rows (R) and groups (G) one privacy unit can contribute: the catalog's
    caps for an id unit (enforced in the engine), 1 for a row, or the join multiplicity for a row
-   joined to a public table (measured on the public table), 1 after per-unit aggregation.
+   joined to a public table (measured on the public table), 1 after per-unit aggregation. The rule
+   :mod:`dalenius.plan.rewrite.bound_contributions` places them in the plan (``Query.bounding``).
 2. **Measurements.** ``COUNT`` → a noisy count; ``SUM(x)`` → a noisy sum of ``x`` clipped to its
    bounds; ``AVG(x)`` → a noisy sum of ``clip(x) − midpoint`` and a noisy ``COUNT(x)``; variance
    and standard deviation add a noisy sum of squares; quantiles, MEDIAN, MIN and MAX → exact
-   per-bin counts over the bounds, from which a private selection picks a bin. Identical
-   measurements are shared (``COUNT(*), AVG(age)`` with a non-nullable ``age`` uses one count).
+   per-bin counts over the bounds, from which a private selection picks a bin. The rule
+   :mod:`dalenius.plan.rewrite.share_measurements` then merges identical measurements
+   (``COUNT(*), AVG(age)`` with a non-nullable ``age`` uses one count).
 3. **Sensitivity.** Each measurement's L1 sensitivity over all groups: per-row bound times R
    (a distinct-unit count: min(R, G)).
 4. **Selection.** Groups without public keys are released only above a noisy threshold
@@ -24,7 +26,7 @@ Steps, in order (each visible in explain output):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from fractions import Fraction
 
@@ -39,16 +41,17 @@ from dalenius.plan.functions import Bounds
 from dalenius.plan.nodes import (
     VECTOR_KINDS,
     AggCall,
+    BoundContributions,
     DPQuery,
+    MeasuredQuery,
     Measurement,
     MeasurementKind,
     Query,
     Selection,
     Statistic,
-    bound_contributions,
-    output_fields,
 )
 from dalenius.plan.noise import mechanism_for
+from dalenius.plan.rewrite import Context, rewrite
 from dalenius.plan.selection import prefer_weighted, weighted_calibration
 from dalenius.plan.sensitivity import grid_problem, sum_grid, sum_sq_grid
 
@@ -61,13 +64,24 @@ FLOAT_BINS = 1024
 RANK_CONFIDENCE = Fraction(95, 100)
 """MIN and MAX aim at the rank the selection can reliably reach at this confidence."""
 
-_Key = tuple[MeasurementKind, Expr | None, Bounds | None, Fraction, bool, str]
-
 
 def caps(query: Query) -> tuple[int, int]:
     """``(R, G)``: the most rows and the most groups one privacy unit contributes."""
-    bounding = bound_contributions(query)
+    bounding = _bounded(query).bounding
+    assert bounding is not None
     return bounding.max_rows, bounding.max_groups
+
+
+def _bounded(query: Query) -> Query:
+    """``query`` after the rules, its contribution bounding placed.
+
+    A query built or changed by hand gets it here; one from the binder or the session already has
+    it and comes back unchanged.
+    """
+    query = rewrite(query, Context())
+    if query.bounding is None:
+        raise AssertionError("join multiplicity was not measured before compiling")
+    return query
 
 
 MAX_EPSILON = Fraction(1000)
@@ -101,6 +115,9 @@ def to_dp(
 ) -> DPQuery:
     """Turn a validated logical query into measurements, statistics and an ε split.
 
+    The query's measurements are built one per need and rewritten by the plan rules
+    (:mod:`dalenius.plan.rewrite`: identical ones are shared) before ε is split over them.
+
     Args:
         query: the validated logical query.
         epsilon: the query's total ε.
@@ -113,46 +130,72 @@ def to_dp(
         PrivacyRefusal: when groups without public keys need a δ and none was given.
     """
     check_loss(epsilon, delta)
-    rows, groups = caps(query)
-    nullable = {f.id: f.nullable for f in output_fields(query.relation)}
-    builder = _Builder(rows, groups, nullable)
-    statistics = [builder.statistic(agg) for agg in query.aggregates]
-    selection_key: _Key | None = None
-    if any(k.keys is None for k in query.group_by):
-        if not delta:
-            names = ", ".join(k.name for k in query.group_by if k.keys is None)
-            raise PrivacyRefusal(
-                f"GROUP BY {names} has no public key list, so its groups must be selected privately, "
-                "which needs a delta.",
-                clause="GROUP BY",
-                why=(
-                    "a group that exists because of one person would otherwise reveal them; a noisy "
-                    "threshold releases such a group only with probability delta."
-                ),
-                fix="pass delta (for example 1e-6), or group by columns with public keys.",
-            )
-        selection_key = builder.selection_key(query)
-    measurements, split = builder.finish(statistics, epsilon, shares)
+    query = _bounded(query)
+    private = [k.name for k in query.group_by if k.keys is None]
+    if private and not delta:
+        raise PrivacyRefusal(
+            f"GROUP BY {', '.join(private)} has no public key list, so its groups must be "
+            "selected privately, which needs a delta.",
+            clause="GROUP BY",
+            why=(
+                "a group that exists because of one person would otherwise reveal them; a noisy "
+                "threshold releases such a group only with probability delta."
+            ),
+            fix="pass delta (for example 1e-6), or group by columns with public keys.",
+        )
+    measured = rewrite(_Needs(query).measured(select=bool(private)), Context())
+    return _priced(measured, epsilon, delta, shares)
+
+
+def _priced(
+    measured: MeasuredQuery,
+    epsilon: Fraction,
+    delta: Fraction | None,
+    given: Mapping[str, Fraction] | None,
+) -> DPQuery:
+    """The DP plan: ε split over ``measured``'s measurements, the selection calibrated."""
+    split = _split(measured, epsilon, given)
+    measurements = [
+        _checked(replace(m, epsilon=split.get(m.name, Fraction(0)))) for m in measured.measurements
+    ]
     statistics = [
-        Statistic(**{**s.__dict__, "epsilon": split[f"q{i}"]}) if s.kind == "quantile" else s
-        for i, s in enumerate(statistics)
+        replace(s, epsilon=split[f"q{i}"]) if s.kind == "quantile" else s
+        for i, s in enumerate(measured.statistics)
     ]
     selection = None
     loss: PureDP | ApproxDP = PureDP(epsilon)
-    if selection_key is not None:
+    if measured.selection is not None:
         assert delta is not None
-        name = builder.names[selection_key]
-        at = next(i for i, x in enumerate(measurements) if x.name == name)
-        selection, measurements[at] = _selection(measurements[at], delta, builder, query)
+        outputs = {name for s in statistics if s.kind != "quantile" for name in s.inputs}
+        at = next(i for i, x in enumerate(measurements) if x.name == measured.selection)
+        selection, measurements[at] = _selection(measurements[at], delta, outputs, measured.query)
         loss = ApproxDP(epsilon, delta)
     _check_mechanisms(measurements, statistics)
     return DPQuery(
-        query=query,
+        query=measured.query,
         measurements=tuple(measurements),
         statistics=tuple(statistics),
         selection=selection,
         loss=loss,
     )
+
+
+def _split(
+    measured: MeasuredQuery, epsilon: Fraction, given: Mapping[str, Fraction] | None
+) -> dict[str, Fraction]:
+    """Each noisy measurement's and quantile selection's share of ε (``given``, else equal)."""
+    noisy = [m.name for m in measured.measurements if m.kind != "histogram"]
+    quantile_ids = [f"q{i}" for i, s in enumerate(measured.statistics) if s.kind == "quantile"]
+    if given is not None:
+        names = set(noisy) | set(quantile_ids)
+        if set(given) != names or sum(given.values()) != epsilon:
+            raise InternalError(
+                f"an explicit ε split must give every part ({sorted(names)}) a share adding "
+                f"up to ε, got {dict(given)}."
+            )
+        return dict(given)
+    parts = [*noisy, *quantile_ids]
+    return dict(zip(parts, split_equally(epsilon, len(parts)), strict=True))
 
 
 def _check_mechanisms(measurements: list[Measurement], statistics: list[Statistic]) -> None:
@@ -167,14 +210,19 @@ def _check_mechanisms(measurements: list[Measurement], statistics: list[Statisti
 
 
 def _selection(
-    m: Measurement, delta: Fraction, builder: _Builder, query: Query
+    m: Measurement, delta: Fraction, outputs: set[str], query: Query
 ) -> tuple[Selection, Measurement]:
-    """The selection, and its measurement (a count, or units by degree for weighted selection)."""
-    k = builder.l0
+    """The selection, and its measurement (a count, or units by degree for weighted selection).
+
+    ``outputs`` names the measurements the query's statistics also release.
+    """
+    bounding = query.bounding
+    assert bounding is not None
+    k = min(bounding.max_rows, bounding.max_groups)
     if (
-        bound_contributions(query).enforced
+        bounding.enforced
         and m.distinct_unit
-        and m.name not in builder.output_names
+        and m.name not in outputs
         and k > 1
         and m.epsilon > 0
         and prefer_weighted(m.epsilon, delta, k)
@@ -190,37 +238,42 @@ def _selection(
         )
         return selection, degrees
     scale = IntegerLaplace(m.sensitivity_units, m.epsilon).scale
-    per_group = 1 if m.distinct_unit or query.unit.kind == "aggregated" else builder.rows
+    per_group = 1 if m.distinct_unit or query.unit.kind == "aggregated" else bounding.max_rows
     calibration = truncated_selection(
         scale,
         delta,
-        groups=builder.l0,
+        groups=k,
         max_count=per_group,
         sensitivity=int(m.sensitivity_units),
     )
-    shared = m.name in builder.output_names
     selection = Selection(
         measurement=m.name,
         threshold=calibration.threshold,
         delta=delta,
-        shared=shared,
+        shared=m.name in outputs,
         mix=calibration.mix,
     )
     return selection, m
 
 
-class _Builder:
-    """Collects measurements, sharing identical ones, in first-use order."""
+class _Needs:
+    """Builds one measurement for every input of every statistic, in the order they are asked for.
 
-    def __init__(self, rows: int, groups: int, nullable: dict[str, bool]) -> None:
-        self.rows = rows
-        self.groups = groups
-        self.l0 = min(rows, groups)
-        self.nullable = nullable
-        self.specs: list[_Key] = []
-        self.names: dict[_Key, str] = {}
-        self.output_names: set[str] = set()
-        self.quantiles = 0
+    Named ``m0``, ``m1``, …; the rule ``share_measurements`` merges identical ones.
+    """
+
+    def __init__(self, query: Query) -> None:
+        bounding = query.bounding
+        assert bounding is not None
+        self.query = query
+        self.bounding: BoundContributions = bounding
+        self.measurements: list[Measurement] = []
+
+    def measured(self, *, select: bool) -> MeasuredQuery:
+        """The query's measurements and statistics; with ``select``, a count for the selection."""
+        statistics = tuple(self.statistic(agg) for agg in self.query.aggregates)
+        selection = self.selection() if select else None
+        return MeasuredQuery(self.query, tuple(self.measurements), statistics, selection)
 
     def need(
         self,
@@ -231,19 +284,13 @@ class _Builder:
         distinct_unit: bool = False,
         *,
         arg_type: str = "int",
-        output: bool = True,
     ) -> str:
-        if kind == "count" and isinstance(arg, Col) and not self.nullable.get(arg.name, True):
-            arg = None  # COUNT of a never-NULL column is COUNT(*)
         if kind in ("count", "count_distinct"):
             arg_type = "int"
-        key: _Key = (kind, arg, bounds, center, distinct_unit, arg_type)
-        if key not in self.names:
-            self.specs.append(key)
-            self.names[key] = f"m{len(self.specs) - 1}"
-        name = self.names[key]
-        if output:
-            self.output_names.add(name)
+        name = f"m{len(self.measurements)}"
+        self.measurements.append(
+            _measurement(name, kind, arg, bounds, center, distinct_unit, arg_type, self.bounding)
+        )
         return name
 
     def statistic(self, agg: AggCall) -> Statistic:
@@ -263,9 +310,7 @@ class _Builder:
                 "sum", (self.need("sum", agg.arg, agg.bounds, arg_type=t),), bounds=agg.bounds
             )
         if func == "avg":
-            plain: _Key = ("sum", agg.arg, agg.bounds, Fraction(0), False, t)
-            center = Fraction(0) if plain in self.names else mid
-            s = self.need("sum", agg.arg, agg.bounds, center, arg_type=t)
+            s = self.need("sum", agg.arg, agg.bounds, mid, arg_type=t)
             return Statistic("avg", (s, self.need("count", agg.arg)), bounds=agg.bounds)
         if func in ("var_pop", "var_samp", "stddev_pop", "stddev_samp"):
             s = self.need("sum", agg.arg, agg.bounds, mid, arg_type=t)
@@ -278,102 +323,84 @@ class _Builder:
                 sample=func.endswith("samp"),
                 sqrt=func.startswith("stddev"),
             )
-        h = self.need("histogram", agg.arg, agg.bounds, arg_type=t, output=False)
-        self.quantiles += 1
+        h = self.need("histogram", agg.arg, agg.bounds, arg_type=t)
         if func == "quantile":
             return Statistic("quantile", (h,), bounds=agg.bounds, q=agg.q)
         return Statistic(
             "quantile", (h,), bounds=agg.bounds, rank="low" if func == "min" else "high"
         )
 
-    def selection_key(self, query: Query) -> _Key:
-        """The measurement counting units per group, reusing COUNT(*) where it counts units."""
-        if query.unit.kind in ("row", "aggregated"):
-            name = self.need("count", None, output=False)
-        else:
-            name = self.need(
-                "count_distinct", Col(query.unit.field or ""), distinct_unit=True, output=False
-            )
-        return next(k for k, v in self.names.items() if v == name)
+    def selection(self) -> str:
+        """The measurement counting units per group (shared with a COUNT(*) counting units)."""
+        unit = self.query.unit
+        if unit.kind in ("row", "aggregated"):
+            return self.need("count", None)
+        return self.need("count_distinct", Col(unit.field or ""), distinct_unit=True)
 
-    def finish(
-        self,
-        statistics: list[Statistic],
-        epsilon: Fraction,
-        given: Mapping[str, Fraction] | None = None,
-    ) -> tuple[list[Measurement], dict[str, Fraction]]:
-        noisy = [key for key in self.specs if key[0] != "histogram"]
-        quantile_ids = [f"q{i}" for i, s in enumerate(statistics) if s.kind == "quantile"]
-        parts = len(noisy) + len(quantile_ids)
-        shares: dict[str, Fraction] = {}
-        if given is not None:
-            names = {self.names[key] for key in noisy} | set(quantile_ids)
-            if set(given) != names or sum(given.values()) != epsilon:
-                raise InternalError(
-                    f"an explicit ε split must give every part ({sorted(names)}) a share adding "
-                    f"up to ε, got {dict(given)}."
-                )
-            shares = dict(given)
-        else:
-            iterator: Iterator[Fraction] = iter(split_equally(epsilon, parts))
-            for key in noisy:
-                shares[self.names[key]] = next(iterator)
-            for qid in quantile_ids:
-                shares[qid] = next(iterator)
-        measurements = [
-            self.measurement(key, shares.get(self.names[key], Fraction(0))) for key in self.specs
-        ]
-        return measurements, shares
 
-    def measurement(self, key: _Key, epsilon: Fraction) -> Measurement:
-        kind, arg, bounds, center, distinct_unit, arg_type = key
-        name = self.names[key]
-        edges: tuple[Fraction, ...] = ()
-        if kind in ("count", "count_distinct"):
-            granularity, row_units = Fraction(1), 1
-            sensitivity = self.l0 if distinct_unit else self.rows
-        elif kind == "histogram":
-            assert bounds is not None
-            edges = _edges(bounds, integer=_int_bounds(bounds) and arg_type == "int")
-            granularity, row_units = Fraction(1), 1
-            sensitivity = self.rows
+def _measurement(
+    name: str,
+    kind: MeasurementKind,
+    arg: Expr | None,
+    bounds: Bounds | None,
+    center: Fraction,
+    distinct_unit: bool,
+    arg_type: str,
+    bounding: BoundContributions,
+) -> Measurement:
+    """One measurement with its grid and sensitivity, and no share of ε yet."""
+    rows = bounding.max_rows
+    edges: tuple[Fraction, ...] = ()
+    if kind in ("count", "count_distinct"):
+        granularity, row_units = Fraction(1), 1
+        sensitivity = min(rows, bounding.max_groups) if distinct_unit else rows
+    elif kind == "histogram":
+        assert bounds is not None
+        edges = _edges(bounds, integer=_int_bounds(bounds) and arg_type == "int")
+        granularity, row_units = Fraction(1), 1
+        sensitivity = rows
+    else:
+        assert bounds is not None
+        if kind == "sum":
+            granularity, row_units = sum_grid(bounds, center, arg_type)
         else:
-            assert bounds is not None
-            if kind == "sum":
-                granularity, row_units = sum_grid(bounds, center, arg_type)
-            else:
-                granularity, row_units = sum_sq_grid(bounds, center, arg_type)
-            sensitivity = row_units * self.rows
-        if kind in ("sum", "sum_sq") and row_units > 2**52:
-            raise PrivacyRefusal(
-                "the bounds are too wide for an exact sum.",
-                clause="SELECT",
-                fix="ask the custodian for tighter bounds.",
-            )
-        problem = grid_problem(kind, bounds, granularity) if bounds is not None else None
-        if problem is not None:
-            raise PrivacyRefusal(
-                f"the bounds of the aggregate's argument cannot be computed exactly: {problem}.",
-                clause="SELECT",
-                why="the engine would overflow or round away the value, and a failure or a "
-                "wrong result could depend on one row.",
-                fix="aggregate a column (or an expression) whose declared bounds lie within "
-                "±1e300, or ask the custodian for other bounds.",
-            )
-        return Measurement(
-            name=name,
-            kind=kind,
-            arg=arg,
-            arg_type=arg_type,
-            bounds=bounds,
-            center=center,
-            granularity=granularity,
-            row_units=row_units,
-            sensitivity_units=sensitivity,
-            epsilon=epsilon,
-            edges=edges,
-            distinct_unit=distinct_unit,
+            granularity, row_units = sum_sq_grid(bounds, center, arg_type)
+        sensitivity = row_units * rows
+    return Measurement(
+        name=name,
+        kind=kind,
+        arg=arg,
+        arg_type=arg_type,
+        bounds=bounds,
+        center=center,
+        granularity=granularity,
+        row_units=row_units,
+        sensitivity_units=sensitivity,
+        epsilon=Fraction(0),
+        edges=edges,
+        distinct_unit=distinct_unit,
+    )
+
+
+def _checked(m: Measurement) -> Measurement:
+    """``m``, unless its bounds cannot be summed exactly (refused before any data is read)."""
+    if m.kind in ("sum", "sum_sq") and m.row_units > 2**52:
+        raise PrivacyRefusal(
+            "the bounds are too wide for an exact sum.",
+            clause="SELECT",
+            fix="ask the custodian for tighter bounds.",
         )
+    problem = grid_problem(m.kind, m.bounds, m.granularity) if m.bounds is not None else None
+    if problem is not None:
+        raise PrivacyRefusal(
+            f"the bounds of the aggregate's argument cannot be computed exactly: {problem}.",
+            clause="SELECT",
+            why="the engine would overflow or round away the value, and a failure or a "
+            "wrong result could depend on one row.",
+            fix="aggregate a column (or an expression) whose declared bounds lie within "
+            "±1e300, or ask the custodian for other bounds.",
+        )
+    return m
 
 
 def _int_bounds(bounds: Bounds) -> bool:

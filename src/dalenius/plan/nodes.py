@@ -21,9 +21,9 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, final
 
 from dalenius.core.catalog import Key
 from dalenius.core.loss import ApproxDP, PureDP
@@ -245,7 +245,9 @@ class BoundContributions:
     """The contribution bounding that sensitivities rest on: each privacy unit contributes at most
     ``max_rows`` rows of ``child``, in at most ``max_groups`` groups.
 
-    Derived from the query by :func:`bound_contributions` (a plan rule) and shown by explain. For
+    Placed over the query's relation by the rule
+    :func:`dalenius.plan.rewrite.bound_contributions.bound_contributions` (as
+    :attr:`Query.bounding`) and shown by explain. For
     an ``id`` unit the engine enforces the caps (it ranks each unit's groups and rows by a keyed
     hash and keeps the first, see :func:`dalenius.sql.to_sql.bounded`); for a ``row`` unit they
     follow from the joins' multiplicities; an ``aggregated`` unit has one row per unit already.
@@ -279,34 +281,10 @@ class Clip:
     high: Fraction
 
 
-def bound_contributions(query: Query) -> BoundContributions:
-    """The rule placing :class:`BoundContributions` over a query's relation: its caps ``(R, G)``.
-
-    A row unit contributes as many rows as the joins can multiply one row into (``R = G``, the
-    product of the public sides' multiplicities); an ``id`` or ``aggregated`` unit has the caps
-    its :class:`UnitSpec` declares.
-    """
-    unit = query.unit
-    if unit.kind == "row":
-        m = _row_multiplicity(query.relation)
-        return BoundContributions(query.relation, None, m, m, "row")
-    return BoundContributions(query.relation, unit.field, unit.max_rows, unit.max_groups, unit.kind)
-
-
-def _row_multiplicity(relation: Relation) -> int:
-    match relation:
-        case Scan():
-            return 1
-        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
-            return _row_multiplicity(c)
-        case Join(left=left, multiplicity=m, kind=kind):
-            if m < 0:
-                raise AssertionError("join multiplicity was not measured before compiling")
-            return _row_multiplicity(left) * max(m, 1 if kind == "left" else m)
-    raise AssertionError(f"unknown relation {relation!r}")
-
-
 # -- the logical query --------------------------------------------------------------------------
+
+DERIVED = {"derived": True}
+"""Field metadata of a node's field that a rule derives from its other fields: not hashed."""
 
 
 @dataclass(frozen=True)
@@ -376,9 +354,17 @@ class OrderItem:
     nulls_first: bool = False
 
 
+@final
 @dataclass(frozen=True)
 class Query:
-    """The logical query: what the analyst asked for, before any privacy decision."""
+    """The logical query: what the analyst asked for, before any privacy decision.
+
+    ``bounding`` is the one node a rule adds: the :class:`BoundContributions` over ``relation``,
+    placed by :func:`dalenius.plan.rewrite.bound_contributions.bound_contributions` once every
+    join's multiplicity is known (``None`` before). It follows from ``relation`` and ``unit``, so
+    it is left out of comparisons and of the plan's fingerprint (:data:`DERIVED`): fingerprints,
+    and the ledger's answer cache keyed by them, are what they were before the node existed.
+    """
 
     relation: Relation
     unit: UnitSpec
@@ -389,6 +375,9 @@ class Query:
     order_by: tuple[OrderItem, ...] = ()
     limit: int | None = None
     offset: int = 0
+    bounding: BoundContributions | None = field(
+        default=None, compare=False, repr=False, metadata=DERIVED
+    )
 
 
 def key_ref(i: int) -> str:
@@ -531,6 +520,32 @@ class Selection:
     mix: Fraction
 
 
+@final
+@dataclass(frozen=True)
+class MeasuredQuery:
+    """A query's measurements before ε is split: the plan the measurement rules rewrite.
+
+    :func:`dalenius.plan.compile.to_dp` builds it with one measurement for every input of every
+    statistic (and one for a private selection), in the order the aggregates ask for them, each
+    with its sensitivity and a zero share of ε; the rule
+    :func:`dalenius.plan.rewrite.share_measurements.share_measurements` then merges identical
+    ones; ``to_dp`` splits ε over those left and calibrates the selection.
+
+    Attributes:
+        query: the logical query, with its contribution bounding placed.
+        measurements: the measurements, named ``m0``, ``m1``, … (each ``epsilon`` is 0).
+        statistics: one per aggregate, over the measurements' names (a quantile's ``epsilon``
+            is 0).
+        selection: the measurement counting units per group for a private partition selection,
+            or ``None`` when every group key has public keys.
+    """
+
+    query: Query
+    measurements: tuple[Measurement, ...]
+    statistics: tuple[Statistic, ...]
+    selection: str | None = None
+
+
 @dataclass(frozen=True)
 class DPQuery:
     """A query ready to run privately: measurements, statistics, selection, and the total loss."""
@@ -551,10 +566,13 @@ class DPQuery:
         """Whether every group key has a public key list (every group is answered)."""
         return all(k.keys is not None for k in self.query.group_by)
 
-    @functools.cached_property
+    @property
     def bounding(self) -> BoundContributions:
-        """The contribution bounding the sensitivities rest on (derived, not hashed)."""
-        return bound_contributions(self.query)
+        """The contribution bounding the sensitivities rest on (:attr:`Query.bounding`)."""
+        bounding = self.query.bounding
+        if bounding is None:
+            raise AssertionError("contribution bounding was not placed before compiling")
+        return bounding
 
     def measurement(self, name: str) -> Measurement:
         """The measurement called ``name``."""
@@ -581,7 +599,11 @@ def _jsonable(value: Any) -> Any:
         # (and the ledger's answer cache its keys) they had before references were typed.
         value = Col(value.name)
     if is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+        out = {
+            f.name: _jsonable(getattr(value, f.name))
+            for f in fields(value)
+            if not f.metadata.get("derived")
+        }
         out["@"] = type(value).__name__
         return out
     if isinstance(value, bool | None):

@@ -19,25 +19,26 @@ from dalenius.core.errors import QueryError
 from dalenius.plan.derive import per_unit_bounds
 from dalenius.plan.expr import Col
 from dalenius.plan.nodes import AggCall, Field, Query, UnitAggregate, UnitSpec
-from dalenius.plan.rewrite.context import BigQueryOptions, Context
+from dalenius.plan.rewrite.context import BigQueryOptions, Context, Plan
 
 PER_UNIT = frozenset({"count", "sum", "avg"})
 """The aggregates BigQuery's syntax computes per privacy unit first."""
 
 
-def bigquery_per_unit(query: Query, context: Context) -> Query:
-    """``query`` aggregated per (unit, group) first, when BigQuery's syntax asked for it.
+def bigquery_per_unit(plan: Plan, context: Context) -> Plan:
+    """``plan`` aggregated per (unit, group) first, when BigQuery's syntax asked for it.
 
     Applies to a ``SELECT WITH DIFFERENTIAL_PRIVACY`` query (``context.bigquery``) over an id
-    privacy unit that asks for COUNT, SUM or AVG; any other query is returned as it is.
+    privacy unit that asks for COUNT, SUM or AVG; any other plan is returned as it is.
 
     Raises:
         QueryError: the query mixes per-unit aggregates with row-level statistics, or counts
             distinct values (no clause position: the caller locates it).
     """
     options = context.bigquery
-    if options is None or query.unit.kind != "id":
-        return query
+    if options is None or not isinstance(plan, Query) or plan.unit.kind != "id":
+        return plan
+    query = plan
     funcs = {a.func for a in query.aggregates}
     if not funcs & PER_UNIT:
         return query

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from dalenius.plan.functions import Bounds
-from dalenius.plan.nodes import Query
+from dalenius.plan.nodes import MeasuredQuery, Query
 
 
 @dataclass(frozen=True)
@@ -37,5 +38,14 @@ class Context:
     multiplicity: Callable[[str, str], int] | None = None
 
 
-Rule = Callable[[Query, Context], Query]
-"""A rewrite rule: a new query, or the one it was given when it has nothing to do."""
+Plan = TypeVar("Plan", Query, MeasuredQuery)
+"""What a rule rewrites: a logical query, or its measurements before ε is split."""
+
+
+class Rule(Protocol):
+    """A rewrite rule (a function; this protocol only types it)."""
+
+    def __call__(self, plan: Plan, context: Context, /) -> Plan:
+        """A new plan of the kind given, or that very plan when the rule has nothing to do
+        (a plan of the other kind, or a fact missing from the context).
+        """

@@ -2,7 +2,8 @@
 
 The binder leaves ``multiplicity = -1`` on a join with a public table: how many of its rows can
 share one join key is a fact of the public data, read before planning. A row unit's cap ``R`` is
-the product of these multiplicities (:func:`dalenius.plan.nodes.bound_contributions`).
+the product of these multiplicities
+(:func:`dalenius.plan.rewrite.bound_contributions.bound_contributions`).
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dalenius.plan.nodes import Join, Query, Relation, Scan, depth_first
-from dalenius.plan.rewrite.context import Context
+from dalenius.plan.rewrite.context import Context, Plan
 
 
-def measure_joins(query: Query, context: Context) -> Query:
-    """``query`` with every unmeasured join's multiplicity read through ``context.multiplicity``.
+def measure_joins(plan: Plan, context: Context) -> Plan:
+    """``plan`` with every unmeasured join's multiplicity read through ``context.multiplicity``.
 
     Example:
         >>> from dalenius.plan.nodes import Field, UnitSpec
@@ -24,8 +25,8 @@ def measure_joins(query: Query, context: Context) -> Query:
         3
     """
     measure = context.multiplicity
-    if measure is None or not unmeasured(query):
-        return query
+    if measure is None or not isinstance(plan, Query) or not unmeasured(plan):
+        return plan
 
     def visit(relation: Relation) -> Relation:
         if isinstance(relation, Join) and relation.multiplicity < 0:
@@ -35,7 +36,7 @@ def measure_joins(query: Query, context: Context) -> Query:
             return replace(relation, multiplicity=measure(right.table, column))
         return relation
 
-    return replace(query, relation=depth_first(query.relation, visit))
+    return replace(plan, relation=depth_first(plan.relation, visit))
 
 
 def unmeasured(query: Query) -> bool:
