@@ -3,6 +3,7 @@ the Host check and the Permissions-Policy header."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,15 +21,21 @@ from dalenius.server.store import StateStore
 SLOW = "SELECT SUM(a.range * b.range) FROM range(200000) a, range(200000) b"
 
 
-def test_duckdb_stops_a_query_at_its_time_limit(tmp_path: Path) -> None:
-    (tmp_path / "t.csv").write_text("x\n1\n")
+def _one_row_executor(folder: Path, time_limit: float) -> DuckDBExecutor:
+    """A DuckDB executor over a one-row CSV table, with ``time_limit``."""
+    (folder / "t.csv").write_text("x\n1\n")
     catalog = parse_catalog(
         '[tables.t]\nsource = { csv = "t.csv" }\nprivacy_unit = "row"\n'
         'columns = { x = { type = "int", bounds = [0, 9] } }',
-        base_dir=tmp_path,
+        base_dir=folder,
     )
     executor = DuckDBExecutor(catalog)
-    executor.time_limit = 0.2
+    executor.time_limit = time_limit
+    return executor
+
+
+def test_duckdb_stops_a_query_at_its_time_limit(tmp_path: Path) -> None:
+    executor = _one_row_executor(tmp_path, 0.2)
     try:
         started = time.monotonic()
         with pytest.raises(ExecutionError, match=r"time limit of 0\.2 s"):
@@ -38,6 +45,22 @@ def test_duckdb_stops_a_query_at_its_time_limit(tmp_path: Path) -> None:
         assert executor.fetch("SELECT 1 + 1") == [(2,)]
     finally:
         executor.close()
+
+
+def test_duckdb_watches_its_time_limit_with_one_thread(tmp_path: Path) -> None:
+    """Not a thread per fetch: one watchdog, started once, stopped with the executor."""
+    executor = _one_row_executor(tmp_path, 60.0)
+    before = set(threading.enumerate())
+    try:
+        for _ in range(20):
+            assert executor.fetch("SELECT 1 + 1") == [(2,)]
+        started = [t for t in threading.enumerate() if t not in before]
+        watchdogs = [t for t in started if t.name == "dalenius-duckdb-time-limit"]
+        assert len(watchdogs) == 1 and len(started) == 1
+    finally:
+        executor.close()
+    watchdogs[0].join(timeout=30)
+    assert not watchdogs[0].is_alive()
 
 
 def test_the_gateway_gives_every_engine_its_time_limit(site_factory: Callable[..., Site]) -> None:

@@ -6,9 +6,10 @@ import abc
 import contextlib
 import hashlib
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Any
 
 from dalenius.core.catalog import Catalog, Table
@@ -91,6 +92,64 @@ def loading(table: str) -> contextlib.AbstractContextManager[object]:
     return contextlib.nullcontext() if observer is None else observer(table)
 
 
+class Watchdog:
+    """Runs an action once an armed deadline passes: the time limit of an executor's fetches.
+
+    One daemon thread per executor, started on the first armed fetch and waiting on a condition
+    between fetches, instead of a ``threading.Timer`` per fetch: starting a thread for every
+    query a gateway serves with a time limit cost about a tenth of a millisecond each. One
+    deadline is armed at a time (an executor runs one fetch at a time).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._wake = threading.Condition()
+        self._armed: tuple[float, Callable[[], None]] | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @contextlib.contextmanager
+    def armed(self, seconds: float | None, action: Callable[[], None]) -> Iterator[None]:
+        """Run ``action`` if the block still runs ``seconds`` from now (no limit if ``None`` or 0)."""
+        if not seconds:
+            yield
+            return
+        with self._wake:
+            self._armed = (time.monotonic() + seconds, action)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        try:
+            yield
+        finally:
+            with self._wake:
+                self._armed = None
+
+    def close(self) -> None:
+        """Stop the thread (an armed deadline no longer fires)."""
+        with self._wake:
+            self._closed = True
+            self._armed = None
+            self._wake.notify()
+
+    def _watch(self) -> None:
+        with self._wake:
+            while not self._closed:
+                if self._armed is None:
+                    self._wake.wait()
+                    continue
+                deadline, action = self._armed
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._wake.wait(left)
+                    continue
+                self._armed = None
+                # Under the lock: the block's exit waits for the action, so a late action can
+                # only reach the fetch it was armed for (or an idle engine), as with a Timer.
+                action()
+
+
 def time_limit_error(engine: str, seconds: float) -> ExecutionError:
     """The error a fetch stopped by its time limit raises (the same words on every engine)."""
     return ExecutionError(
@@ -107,5 +166,6 @@ def files_fingerprint(paths: Sequence[str]) -> str:
         except OSError:
             digest.update(f"{path}:missing".encode())
             continue
-        digest.update(f"{Path(path).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        # os.path.realpath is what Path.resolve computes, without building Path objects.
+        digest.update(f"{os.path.realpath(path)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]

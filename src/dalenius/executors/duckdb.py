@@ -39,6 +39,7 @@ from dalenius.core.unit import IdUnit
 from dalenius.executors.base import (
     Executor,
     Row,
+    Watchdog,
     files_fingerprint,
     loading,
     time_limit_error,
@@ -97,6 +98,7 @@ class DuckDBExecutor(Executor):
         self._lock = threading.Lock()
         self._running_lock = threading.Lock()
         self._running: int | None = None
+        self._watchdog = Watchdog("dalenius-duckdb-time-limit")
         self._loaded: set[str] = set()
         self._attached: dict[str, str] = {}
         self._frames: dict[str, str] = {}
@@ -130,12 +132,9 @@ class DuckDBExecutor(Executor):
             with self._running_lock:
                 self._running = threading.get_ident()
             limit = self.time_limit
-            timer = threading.Timer(limit, self._con.interrupt) if limit else None
-            if timer is not None:
-                timer.daemon = True
-                timer.start()
             try:
-                return self._con.execute(sql).fetchall()
+                with self._watchdog.armed(limit, self._con.interrupt):
+                    return self._con.execute(sql).fetchall()
             except duckdb.InterruptException as exc:
                 raise time_limit_error("DuckDB", limit or 0) from exc
             except duckdb.Error as exc:
@@ -145,8 +144,6 @@ class DuckDBExecutor(Executor):
             finally:
                 with self._running_lock:
                     self._running = None
-                if timer is not None:
-                    timer.cancel()
 
     def data_version(self, table: Table) -> str:
         """Fingerprint of the table's files (an in-memory table: its registration id)."""
@@ -155,7 +152,8 @@ class DuckDBExecutor(Executor):
         return files_fingerprint(glob.glob(table.source.location) or [table.source.location])
 
     def close(self) -> None:
-        """Close the DuckDB connection."""
+        """Close the DuckDB connection (and stop the time limit's thread)."""
+        self._watchdog.close()
         with self._lock:
             self._con.close()
 

@@ -326,6 +326,9 @@ class SqliteDatabase(Database):
         self._synchronous = synchronous
         self._foreign_keys = foreign_keys
         self._trace: Callable[[str], None] | None = None
+        # Looked up once: resolving the path (a system call per folder) on every write
+        # transaction was a measurable part of a query's fixed cost.
+        self._writer = writer_lock(path)
         self._open_first()
 
     def trace(self, callback: Callable[[str], None] | None) -> None:
@@ -381,7 +384,7 @@ class SqliteDatabase(Database):
     def _run_transaction(self, connection: Any, *, write: bool) -> Iterator[Tx]:
         # Writers take SQLite's write lock before reading (BEGIN IMMEDIATE), so two writers never
         # both read the same state; the process's own lock on the file comes first.
-        with writer_lock(self.path) if write else nullcontext():
+        with self._writer if write else nullcontext():
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield _SqliteTx(connection)
