@@ -191,30 +191,26 @@ class Session:
         prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
         return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
 
-    def plan(self, sql: str, epsilon: Any = None, **options: Any) -> DPQuery:
+    def plan(
+        self,
+        sql: str,
+        epsilon: Any = None,
+        *,
+        delta: Any = None,
+        confidence: float | None = None,
+        target_error: Any = None,
+        target_relative: Any = None,
+        expected: Any = None,
+    ) -> DPQuery:
         """The DP plan :meth:`explain` shows (its loss, measurements), refused as it would be.
 
         Takes :meth:`explain`'s arguments. Neither the exact SQL nor the expected errors are
         worked out: for a caller that checks a query's loss before answering it (the gateway),
         at a small part of explain's cost.
         """
-        unknown = set(options) - {
-            "delta",
-            "confidence",
-            "target_error",
-            "target_relative",
-            "expected",
-        }
-        if unknown:
-            raise TypeError(f"plan() got unexpected arguments {sorted(unknown)}")
-        given = options.get("confidence")
-        conf = _confidence(given if given is not None else self.confidence)
-        targets = parse_targets(
-            options.get("target_error"), options.get("target_relative"), options.get("expected")
-        )
-        return self.prepare(
-            sql, epsilon, options.get("delta"), targets=targets, confidence=conf
-        ).plan
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        targets = parse_targets(target_error, target_relative, expected)
+        return self.prepare(sql, epsilon, delta, targets=targets, confidence=conf).plan
 
     def query(
         self,
