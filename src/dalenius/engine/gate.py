@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
@@ -65,9 +65,10 @@ class GatedEngine:
         """Make a private table queryable (may read its data: behind the gate)."""
         self._engine().prepare(table)
 
-    def fetch(self, sql: str) -> list[Row]:
-        """Run exact SQL over private tables."""
-        return self._engine().fetch(sql)
+    def fetch(self, sql: str, reads: Sequence[tuple[str, Sequence[str]]] = ()) -> list[Row]:
+        """Run exact SQL over private tables (``reads``: see :meth:`Executor.scoped`)."""
+        engine = self._engine()
+        return engine.fetch(engine.scoped(sql, reads) if reads else sql)
 
     def close(self) -> None:
         """End the passage: any further call is a bug."""

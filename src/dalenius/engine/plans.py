@@ -129,6 +129,7 @@ def _replace(exact: ExactSQL, old: int, new: int) -> ExactSQL:
     return ExactSQL(
         main=put(exact.main),
         histograms=tuple((name, put(sql)) for name, sql in exact.histograms),
+        reads=exact.reads,
     )
 
 

@@ -3,7 +3,8 @@
 A release is planned in :mod:`dalenius.releases` from the catalog alone; here it is charged and
 computed exactly like a query: the loss is reserved in the ledger (a refusal before this point
 spends nothing), the engine is reached only through the session's data path, the noise is drawn,
-the noisy values are committed durably, and only then does the release leave. An identical
+the noisy values are committed (surviving a crash of the process), and only then does the release
+leave. An identical
 request (same plan, same data version) is answered from the ledger's record at no cost, so
 asking again gains an attacker nothing.
 """

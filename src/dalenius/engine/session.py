@@ -14,7 +14,8 @@ The flow of :meth:`Session.query`, in order:
    outcome is charged. Everything that can refuse the query comes before this step;
 5. compute the exact, clipped aggregates inside the engine;
 6. draw noise from the OS generator with those mechanisms (:mod:`dalenius.engine.noise`);
-7. commit the ledger entry durably — only then does the answer leave;
+7. commit the ledger entry (it survives a crash; the next synced charge flushes it to disk) —
+   only then does the answer leave;
 8. post-process: AVG from SUM and COUNT, error bars, formatting.
 
 Steps 1–4 read only the query, the catalog, the ledger and public tables. Any failure in steps
@@ -915,8 +916,9 @@ class Session:
         plan = prepared.plan
         for table in prepared.tables:
             engine.prepare(table)
-        main = engine.fetch(prepared.exact.main)
-        histograms = {name: engine.fetch(sql) for name, sql in prepared.exact.histograms}
+        exact = prepared.exact
+        main = engine.fetch(exact.main, exact.reads)
+        histograms = {name: engine.fetch(sql, exact.reads) for name, sql in exact.histograms}
         return add_noise(plan, exact_values(plan, main, histograms), mechanisms)
 
     def _request_key(self, prepared: Prepared) -> str:

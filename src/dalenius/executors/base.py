@@ -42,6 +42,16 @@ class Executor(abc.ABC):
     def fetch(self, sql: str) -> list[Row]:
         """Run an aggregate query and return all its rows (a handful: one per group)."""
 
+    def scoped(self, sql: str, reads: Sequence[tuple[str, Sequence[str]]]) -> str:
+        """``sql`` as this engine should run it, knowing which columns it reads of each table.
+
+        ``reads`` pairs table names with the columns read of them
+        (:attr:`dalenius.sql.to_sql.ExactSQL.reads`). An engine whose tables are relations
+        that convert every declared column on each query may scan just those columns instead;
+        the answer is the same either way. By default ``sql`` is run as it is.
+        """
+        return sql
+
     @abc.abstractmethod
     def data_version(self, table: Table) -> str:
         """A fingerprint that changes when the table's data change (for the answer cache)."""

@@ -421,7 +421,12 @@ class Ledger(abc.ABC):
 
     @abc.abstractmethod
     def commit(self, reservation: Reservation, answer: str) -> str:
-        """Record the released answer durably (the transaction is synced); return the entry id.
+        """Record the released answer and return the entry id.
+
+        The record survives a crash of the process. Stores that sync to disk may return before
+        this transaction is synced, since the charge it settles is on disk already: a power cut
+        before the next synced transaction may lose the record, leaving the entry charged
+        (:meth:`recover` marks it ``lost``), never returned.
 
         Raises:
             InternalError: the reservation never passed the data gate, or failed, or was

@@ -4,8 +4,10 @@ Every operation is one transaction. A reserve locks the dataset's row and the an
 with ``SELECT … FOR UPDATE`` (always in that order, so two transactions never wait on each other in
 a cycle) before it reads what was spent, so concurrent reserves on a dataset — from any process —
 are checked one after another and can never both spend the same remaining budget. Commits use
-``synchronous_commit = on``: the server has flushed the charge to its write-ahead log before
-:meth:`~dalenius.ledger.base.Ledger.commit` returns. Connections come from
+``synchronous_commit = on``: the server has flushed the charge to its write-ahead log before the
+data gate's reserve returns. :meth:`~dalenius.ledger.base.Ledger.commit`, which records the answer
+of a charge already flushed, turns it off for its own transaction: the next synchronous commit
+flushes the log past it. Connections come from
 :mod:`dalenius.ledger.storage`. Needs ``pip install 'dalenius[postgres]'``.
 """
 

@@ -1,8 +1,10 @@
 """The SQLite ledger: the default store, one file, safe across threads and processes.
 
 Durability and atomicity come from SQLite itself: write-ahead logging (``journal_mode=WAL``) with
-``synchronous=FULL`` syncs the log on every commit, so the data gate's charge and
-:meth:`~dalenius.ledger.base.Ledger.commit` return only once they survive a power cut; every write
+``synchronous=FULL`` syncs the log on every commit that holds budget, so the data gate's charge
+returns only once it survives a power cut (:meth:`~dalenius.ledger.base.Ledger.commit`, which only
+records the answer of a charge already on disk, is written with ``NORMAL``: it survives a crash of
+the process and is synced by the next synced commit); every write
 runs in ``BEGIN IMMEDIATE``, which takes the database's single write lock before reading the
 budget, so two reserves (threads or processes) never both see the same remaining budget. Waiting
 writers retry for ``busy_timeout`` seconds. Connections, transactions and retries come from

@@ -107,6 +107,10 @@ class ExactSQL:
 
     main: str
     histograms: tuple[tuple[str, str], ...]
+    reads: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each table the statements scan (by its catalog name, sorted) with the columns they read
+    of it (sorted): an executor may scan a relation of just those columns
+    (:meth:`dalenius.executors.base.Executor.scoped`)."""
 
     def all(self) -> str:
         """Every statement, for explain output."""
@@ -240,7 +244,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
             unit = _sql(compiler.expression(m.arg), dialect)
             sql = degree_counts(prefix, source, key_sql, group_sql, condition_sql, unit, m.name)
             histograms.append((m.name, sql))
-    return ExactSQL(main=main, histograms=tuple(histograms))
+    return ExactSQL(main=main, histograms=tuple(histograms), reads=compiler.reads())
 
 
 def read_names(plan: DPQuery) -> frozenset[str]:
@@ -727,6 +731,13 @@ class Compiler:
         self.read = read
         """The names the query reads (:func:`read_names`): a scan projects only these fields
         (all of them when ``None``)."""
+        self.scanned: dict[str, set[str]] = {}
+        """The columns each scanned table is read for, by table name (filled as scans are
+        compiled)."""
+
+    def reads(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The tables scanned so far, each with the columns read of it (:attr:`ExactSQL.reads`)."""
+        return tuple((t, tuple(sorted(cs))) for t, cs in sorted(self.scanned.items()))
 
     # -- relations --------------------------------------------------------------------------------
 
@@ -734,13 +745,7 @@ class Compiler:
         """A SELECT whose columns are the relation's field ids."""
         match relation:
             case Scan(table=table, fields=fs):
-                read = self.read
-                # Only the columns the query reads: each projected column is one more
-                # conversion the engine binds and plans (a third of a tiny COUNT's time in
-                # DuckDB). A SELECT needs one column, so a query reading none keeps the first.
-                kept = fs if read is None else tuple(f for f in fs if f.id in read) or fs[:1]
-                cols = [exp.alias_(_col(f.name), f.id, quoted=True, copy=False) for f in kept]
-                return exp.select(*cols).from_(exp.to_table(_quoted(table)), copy=False)
+                return self._scan(table, fs)
             case Filter(child=child, predicate=predicate):
                 # Every tree here is fresh: the builders need not copy what they wrap.
                 inner = self.relation(child)
@@ -792,6 +797,16 @@ class Compiler:
                 )
                 return q.group_by(*group)
         raise AssertionError(f"unknown relation {relation!r}")
+
+    def _scan(self, table: str, fs: tuple[Field, ...]) -> exp.Select:
+        read = self.read
+        # Only the columns the query reads: each projected column is one more conversion the
+        # engine binds and plans (a third of a tiny COUNT's time in DuckDB). A SELECT needs one
+        # column, so a query reading none keeps the first.
+        kept = fs if read is None else tuple(f for f in fs if f.id in read) or fs[:1]
+        self.scanned.setdefault(table, set()).update(f.name for f in kept)
+        cols = [exp.alias_(_col(f.name), f.id, quoted=True, copy=False) for f in kept]
+        return exp.select(*cols).from_(exp.to_table(_quoted(table)), copy=False)
 
     def _learn(self, relation: Relation) -> None:
         for f in output_fields(relation):
