@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pytest
 
 from dalenius.core.catalog import Catalog, parse_catalog
 from dalenius.core.loss import PureDP
@@ -171,3 +172,23 @@ def test_a_sessions_query_runs_its_statements_scoped(tmp_path: Path) -> None:
         executor.fetch = spy  # type: ignore[method-assign]
         _session(catalog, executor).query("SELECT s, SUM(n) FROM t GROUP BY s", epsilon=1)
         assert ran and all(s.startswith('WITH "t" AS NOT MATERIALIZED (SELECT ') for s in ran)
+
+
+@pytest.mark.parametrize("name", ["__input", "__units", "__split", "__over"])
+def test_a_table_named_like_the_exact_sqls_own_expressions_is_read_through_its_view(
+    tmp_path: Path, name: str
+) -> None:
+    """A statement that bounds persons opens its own WITH list (__input, __units, …): a table of
+    one of those names is left to the view, so the statement still binds."""
+    _write_parquet(tmp_path / "t.parquet")
+    text = _catalog_text('{ column = "pid", max_rows = 2, max_groups = 1 }', "{}")
+    text = text.replace("[tables.t]", f"[tables.{name}]").replace("[tables.t.", f"[tables.{name}.")
+    text = text.replace("source = {}", 'source = { parquet = "t.parquet" }')
+    catalog = parse_catalog(text, base_dir=tmp_path)
+    with DuckDBExecutor(catalog) as executor:
+        session = _session(catalog, executor)
+        sql = f"SELECT s, SUM(n) FROM {name} GROUP BY s"
+        exact = exact_queries(session.plan(sql, epsilon=1), executor.dialect, salt=7)
+        executor.prepare(catalog.tables[0])
+        assert executor.scoped(exact.main, exact.reads) == exact.main
+        assert len(session.query(sql, epsilon=1).rows) == 2

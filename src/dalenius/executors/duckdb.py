@@ -155,8 +155,9 @@ class DuckDBExecutor(Executor):
         query, read or not: a third of a small query's time. A common table expression of the
         same name, ``NOT MATERIALIZED`` so that DuckDB plans through it as through the view,
         shadows the view in this statement only. Tables held in memory (CSV, constant-time mode)
-        are converted once when loaded and are left alone, and so is a table not yet loaded or a
-        column the catalog does not declare: they are read through the view.
+        are converted once when loaded and are left alone, and so are a table not yet loaded, a
+        column the catalog does not declare and a table whose name starts with ``__`` (the
+        prefix of the exact SQL's own expressions): they are read through the view.
         """
         scans = [self._scan(name, tuple(columns)) for name, columns in reads]
         ctes = ", ".join(scan for scan in scans if scan)
@@ -175,6 +176,9 @@ class DuckDBExecutor(Executor):
         table = self.catalog.table(name)
         if (
             table is None
+            # The exact SQL names its own common table expressions __input, __units, …: a
+            # table of such a name must keep reaching the engine as the view.
+            or name.startswith("__")
             or self.catalog.constant_time
             or table.source.kind == "csv"
             or name not in self._loaded
