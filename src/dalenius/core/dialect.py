@@ -37,12 +37,11 @@ class Dialect:
     double_type: str
     """The name of the 64-bit floating-point type in a cast."""
 
-    keyed_hash: str
-    """The seeded 64-bit hash function that ranks rows for contribution bounding."""
+    epoch_days: str
+    """The days from 1970-01-01 to a date, as SQL with ``{}`` for the date (an integer)."""
 
-    hash_reads_text: bool
-    """Whether the hash takes one text (the columns joined, seed last) rather than the seed
-    followed by the columns themselves."""
+    text_collation: str
+    """The collation that orders text by its bytes, where the default may not ('' for none)."""
 
     exact_bigint_sum: bool
     """Whether ``SUM`` of a BIGINT is exact whatever the number of rows (DuckDB: a 128-bit
@@ -91,8 +90,8 @@ DUCKDB = Dialect(
     identifier_quote='"',
     text_type="VARCHAR",
     double_type="DOUBLE",
-    keyed_hash="HASH",
-    hash_reads_text=False,
+    epoch_days="DATE_DIFF('day', DATE '1970-01-01', {})",
+    text_collation="",
     exact_bigint_sum=True,
     ieee_doubles=True,
     double_modulo=True,
@@ -107,10 +106,8 @@ POSTGRES = Dialect(
     identifier_quote='"',
     text_type="TEXT",
     double_type="DOUBLE PRECISION",
-    # hashtextextended(text, seed) (PostgreSQL 11+): a seeded 64-bit hash, about twice as fast
-    # to compute and to sort by as an MD5 of the same text.
-    keyed_hash="HASHTEXTEXTENDED",
-    hash_reads_text=True,
+    epoch_days="({} - DATE '1970-01-01')",
+    text_collation="C",
     exact_bigint_sum=True,
     ieee_doubles=False,
     double_modulo=False,
@@ -125,8 +122,8 @@ SPARK = Dialect(
     identifier_quote="`",
     text_type="STRING",
     double_type="DOUBLE",
-    keyed_hash="XXHASH64",
-    hash_reads_text=False,
+    epoch_days="DATEDIFF({}, DATE '1970-01-01')",
+    text_collation="",
     exact_bigint_sum=False,
     ieee_doubles=True,
     double_modulo=True,

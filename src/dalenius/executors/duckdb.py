@@ -363,7 +363,7 @@ class DuckDBExecutor(Executor):
             salt = int(system_random().uint64(1)[0] >> 1)
             converted = (
                 f"SELECT {columns} FROM (SELECT *, row_number() OVER (PARTITION BY {pid} "
-                f"ORDER BY {DUCKDB.keyed_hash}({salt}, {columns})) AS __rank FROM ({converted}) AS c "
+                f"ORDER BY HASH({salt}, {columns})) AS __rank FROM ({converted}) AS c "
                 f"WHERE {pid} IS NOT NULL) AS r WHERE __rank <= {int(unit.max_rows)}"
             )
         self._con.execute(f"CREATE OR REPLACE TABLE {DUCKDB.quote(table.name)} AS {converted}")

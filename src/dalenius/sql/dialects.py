@@ -4,7 +4,8 @@ The rest of :mod:`dalenius.sql.to_sql` writes portable SQL through sqlglot; what
 translate with the same meaning everywhere lives here, written from the facts of each engine's
 :class:`~dalenius.core.dialect.Dialect` object (never from its name):
 
-* the keyed hash that ranks rows for contribution bounding (each engine has its own hash);
+* the keyed hash that ranks rows for contribution bounding: one MD5 of one canonical text, the
+  same on every engine, built from each engine's own functions;
 * exact integer sums: DuckDB's ``SUM(BIGINT)`` is a 128-bit ``HUGEINT`` and PostgreSQL's a
   ``NUMERIC``, both exact, but Spark's is a ``BIGINT`` that overflows, so Spark sums 21-bit
   slices and recombines them in ``DECIMAL(38, 0)``;
@@ -18,6 +19,9 @@ translate with the same meaning everywhere lives here, written from the facts of
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
 
 from sqlglot import exp
 
@@ -48,27 +52,100 @@ _PG_ARITHMETIC = {
 _BINARY: dict[str, type[exp.Binary]] = {"+": exp.Add, "-": exp.Sub, "*": exp.Mul, "/": exp.Div}
 
 
-def keyed_hash(dialect: Dialect, salt: int, columns: list[exp.Expr]) -> exp.Expr:
-    r"""A keyed hash of ``columns``: makes contribution bounding's ranking unpredictable and value-blind.
+FLOAT_CLAMP = 2**40
+"""A double is hashed by its multiple of 2^-20 (floored) after clamping to ±2^40: every product
+then lies within ±2^60, exact in a double and in a BIGINT on every engine."""
+
+
+def keyed_hash(dialect: Dialect, salt: int, columns: Sequence[tuple[exp.Expr, str]]) -> exp.Expr:
+    r"""A keyed hash of ``columns`` (each with its type): ranks contribution bounding's rows.
+
+    It makes the choice of a unit's kept groups and rows unpredictable and blind to their values,
+    and it is **the same on every engine**: the MD5 of one text — the key, then each value in a
+    canonical form, separated by ``|`` — compared as lowercase hex (in the C collation on
+    PostgreSQL), so DuckDB, PostgreSQL and Spark keep the same rows of a unit over its caps and
+    give the same exact answers. The forms: an integer in decimal; a text as its length in
+    characters, ``:``, then itself (so no two lists of texts join to the same text); a boolean as
+    ``1`` or ``0``; a date as its days since 1970-01-01; a double as the floor of its multiple of
+    2^-20, after clamping to ±2^40 (:data:`FLOAT_CLAMP`; doubles closer than that share a form,
+    so the ranking breaks their ties by the values themselves, see :func:`hash_ties`); NULL as
+    ``N``, which no other form is.
 
     Example:
         >>> from dalenius.core.dialect import DUCKDB, POSTGRES
-        >>> keyed_hash(DUCKDB, 7, [exp.column("a")]).sql("duckdb")
-        'HASH(7, a)'
-        >>> keyed_hash(POSTGRES, 7, [exp.column("a")]).sql("postgres")
-        "HASHTEXTEXTENDED(CONCAT_WS('|', COALESCE(CAST(a AS TEXT), '\\N')), 7)"
+        >>> keyed_hash(DUCKDB, 7, [(exp.column("a"), "int")]).sql("duckdb")
+        "MD5('7' || '|' || CASE WHEN a IS NULL THEN 'N' ELSE CAST(a AS TEXT) END)"
+        >>> keyed_hash(POSTGRES, 7, [(exp.column("s"), "str")]).sql("postgres")
+        'MD5(\'7\' || \'|\' || CASE WHEN s IS NULL THEN \'N\' ELSE CAST(LENGTH(s) AS TEXT) || \':\' || s END) COLLATE "C"'
     """
-    salt_lit = exp.Literal.number(salt % (2**62))
-    if not dialect.hash_reads_text:
-        return exp.Anonymous(
-            this=dialect.keyed_hash, expressions=[salt_lit, *[c.copy() for c in columns]]
+    parts: list[exp.Expr] = [exp.Literal.string(str(salt % (2**62)))]
+    for value, kind in columns:
+        parts.append(exp.Literal.string("|"))
+        parts.append(_canonical_text(value.copy(), kind, dialect))
+    digest: exp.Expr = exp.MD5(this=exp.Concat(expressions=parts))
+    if dialect.text_collation:
+        digest = exp.Collate(
+            this=digest, expression=exp.Identifier(this=dialect.text_collation, quoted=True)
         )
-    parts: list[exp.Expr] = []
-    for c in columns:
-        text = exp.cast(c.copy(), exp.DataType.Type.TEXT)
-        parts.append(exp.Coalesce(this=text, expressions=[exp.Literal.string("\\N")]))
-    joined = exp.Anonymous(this="CONCAT_WS", expressions=[exp.Literal.string("|"), *parts])
-    return exp.Anonymous(this=dialect.keyed_hash, expressions=[joined, salt_lit])
+    return digest
+
+
+def hash_ties(columns: Sequence[tuple[exp.Expr, str]]) -> list[exp.Expr]:
+    """What breaks ties between rows of equal :func:`keyed_hash`: their doubles, in order.
+
+    Doubles closer than 2^-20 (or both beyond ±2^40) share a hashed form; ordering them by value
+    keeps the ranking the same on every engine (each orders doubles alike, NaN last, with NULLs
+    placed last explicitly). Rows equal in every hashed column are interchangeable for the query.
+    """
+    return [value.copy() for value, kind in columns if kind == "float"]
+
+
+@lru_cache(maxsize=8)
+def _epoch_days(dialect: Dialect) -> exp.Expr:
+    """The days from 1970-01-01 to the date column ``d`` (:attr:`Dialect.epoch_days`), parsed."""
+    return exp.maybe_parse(dialect.epoch_days.format(dialect.quote("d")), dialect=dialect.name)
+
+
+def _canonical_text(value: exp.Expr, kind: str, dialect: Dialect) -> exp.Expr:
+    """``value`` as the text :func:`keyed_hash` hashes (``N`` for NULL)."""
+    text = exp.DataType.build(dialect.text_type, dialect=dialect.name)
+
+    def as_text(node: exp.Expr) -> exp.Expr:
+        return exp.Cast(this=node, to=text.copy())
+
+    form: exp.Expr
+    if kind == "int":
+        form = as_text(value.copy())
+    elif kind == "str":
+        length = as_text(exp.Length(this=value.copy()))
+        form = exp.Concat(expressions=[length, exp.Literal.string(":"), value.copy()])
+    elif kind == "bool":
+        form = exp.Case(
+            ifs=[exp.If(this=value.copy(), true=exp.Literal.string("1"))],
+            default=exp.Literal.string("0"),
+        )
+    elif kind == "date":
+        days = _epoch_days(dialect).copy()
+        placeholder = days.find(exp.Column)
+        assert placeholder is not None
+        placeholder.replace(value.copy())
+        form = as_text(days)
+    elif kind == "float":
+        double = exp.DataType.build(dialect.double_type, dialect=dialect.name)
+        limit = [
+            exp.cast(exp.Literal.number(v), double.copy()) for v in (-FLOAT_CLAMP, FLOAT_CLAMP)
+        ]
+        clamped = exp.Least(
+            this=exp.Greatest(this=value.copy(), expressions=[limit[0]]), expressions=[limit[1]]
+        )
+        scaled = exp.Mul(this=clamped, expression=exp.cast(exp.Literal.number(2**20), double))
+        form = as_text(exp.cast(exp.Floor(this=scaled), exp.DataType.Type.BIGINT))
+    else:  # a NULL literal's type: always NULL
+        return exp.Literal.string("N")
+    return exp.Case(
+        ifs=[exp.If(this=exp.Is(this=value, expression=exp.Null()), true=exp.Literal.string("N"))],
+        default=form,
+    )
 
 
 def exact_sum(value: exp.Expr, dialect: Dialect, *, bigint: bool = True) -> exp.Expr:

@@ -70,6 +70,7 @@ from dalenius.plan.sensitivity import DOUBLE_MAX, SCALED_LIMIT
 from dalenius.sql.dialects import (
     double_arithmetic,
     exact_sum,
+    hash_ties,
     keyed_hash,
     modulo,
     round_half,
@@ -168,6 +169,8 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
                 unit_col=_col(bounding.unit or ""),
                 row_fields=read or [bounding.unit or ""],
                 keys=keys,
+                types=compiler.types_of([bounding.unit or "", *read]),
+                key_types=[k.type for k in query.group_by],
                 max_rows=bounding.max_rows,
                 max_groups=bounding.max_groups,
                 dialect=dialect,
@@ -186,6 +189,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
                 row_fields=read or [bounding.unit or ""],
                 keys=keys,
                 key_types=[k.type for k in query.group_by],
+                types=compiler.types_of([bounding.unit or "", *read]),
                 max_rows=bounding.max_rows,
                 max_groups=bounding.max_groups,
                 dialect=dialect,
@@ -303,6 +307,7 @@ def bounded(
     row_fields: list[str],
     keys: list[exp.Expr],
     key_types: list[str],
+    types: Mapping[str, str],
     max_rows: int,
     max_groups: int,
     dialect: Dialect,
@@ -325,11 +330,10 @@ def bounded(
     hash aggregation per unit finds the units *over* their caps (more than ``max_rows`` rows, or
     rows in more than one group: every key not constant), and only their rows are ranked; the rows
     of every other unit are kept as they are. A unit within its caps has one group and at most
-    ``max_rows`` rows, so ranking would have kept all of them — with one exception that keeps
-    more, never more than the caps: ranking tells groups apart by a hash of the key, which can
-    split values the GROUP BY merges (PostgreSQL hashes -0.0 and 0.0 as different text), so it
-    could drop a row of a unit that has a single group. Whether a unit is ranked depends on its
-    own rows only. On Spark every row is ranked (see below), with no ``WITH`` clause.
+    ``max_rows`` rows, so ranking would have kept all of them (values the GROUP BY merges, such as
+    -0.0 and 0.0, hash alike: :func:`dalenius.sql.dialects.keyed_hash`). Whether a unit is ranked
+    depends on its own rows only. On Spark every row is ranked (see below), with no ``WITH``
+    clause.
 
     Long because it writes one statement, the two-pass bounding (one aggregation finds the units
     over their caps, only their rows are ranked), whose parts share the unit, the columns read and
@@ -352,6 +356,8 @@ def bounded(
             unit_col=unit_col,
             row_fields=row_fields,
             keys=keys,
+            types=types,
+            key_types=key_types,
             max_rows=max_rows,
             max_groups=max_groups,
             dialect=dialect,
@@ -660,6 +666,8 @@ def _ranked(
     unit_col: exp.Column,
     row_fields: list[str],
     keys: list[exp.Expr],
+    types: Mapping[str, str],
+    key_types: list[str],
     max_rows: int,
     max_groups: int,
     dialect: Dialect,
@@ -674,17 +682,15 @@ def _ranked(
     """
     current: exp.Expr = source.subquery("__filtered", copy=False)
     rank_filter: exp.Expr | None = None
+    unit_typed = (unit_col, types[unit_col.name])
     if keys:
+        hashed = [unit_typed, *zip(keys, key_types, strict=True)]
         group_rank = exp.Window(
             this=exp.Anonymous(this="DENSE_RANK"),
             partition_by=[unit_col.copy()],
             order=exp.Order(
-                expressions=[
-                    exp.Ordered(
-                        this=keyed_hash(dialect, salt, [unit_col.copy(), *[k.copy() for k in keys]])
-                    )
-                ]
-                + [exp.Ordered(this=k.copy()) for k in keys]
+                expressions=[exp.Ordered(this=keyed_hash(dialect, salt, hashed))]
+                + [exp.Ordered(this=k.copy(), nulls_first=False) for k in keys]
             ),
         )
         ranked = exp.select(exp.Star(), exp.alias_(group_rank, "__group_rank", copy=False))
@@ -692,17 +698,13 @@ def _ranked(
         rank_filter = exp.LTE(
             this=exp.column("__group_rank"), expression=exp.Literal.number(max_groups)
         )
+    row_typed = [unit_typed, *((_col(f), types[f]) for f in row_fields)]
     row_rank = exp.Window(
         this=exp.Anonymous(this="ROW_NUMBER"),
         partition_by=[unit_col.copy()],
         order=exp.Order(
-            expressions=[
-                exp.Ordered(
-                    this=keyed_hash(
-                        dialect, salt + 1, [unit_col.copy(), *[_col(f) for f in row_fields]]
-                    )
-                )
-            ]
+            expressions=[exp.Ordered(this=keyed_hash(dialect, salt + 1, row_typed))]
+            + [exp.Ordered(this=t, nulls_first=False) for t in hash_ties(row_typed)]
         ),
     )
     rows = exp.select(exp.Star(), exp.alias_(row_rank, "__row_rank", copy=False))
@@ -734,6 +736,10 @@ class Compiler:
         self.scanned: dict[str, set[str]] = {}
         """The columns each scanned table is read for, by table name (filled as scans are
         compiled)."""
+
+    def types_of(self, names: list[str]) -> dict[str, str]:
+        """The type of each field id in ``names`` (``int``, ``float``, ``str``, ``bool``, ``date``)."""
+        return {name: self.fields[name].type for name in names}
 
     def reads(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """The tables scanned so far, each with the columns read of it (:attr:`ExactSQL.reads`)."""
