@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -282,15 +282,38 @@ def _arith(op: str, a: Bounds, b: Bounds, integer: bool) -> Bounds | None:
 
 
 def keys_of(
-    expr: Expr, fields: Mapping[str, FieldInfo], limit: int = MAX_DOMAIN
+    expr: Expr,
+    fields: Mapping[str, FieldInfo],
+    limit: int = MAX_DOMAIN,
+    where: Sequence[Expr] = (),
 ) -> tuple[Key, ...] | None:
-    """The public keys of a GROUP BY expression, or ``None`` if its domain is not public."""
+    """The public keys of a GROUP BY expression, or ``None`` if its domain is not public.
+
+    ``where`` holds conditions every grouped row satisfies (the query's own ``WHERE``, split at
+    ``AND``: :func:`key_conditions`). A key none of whose column values can pass them can only
+    form an empty group, so it is left out: ``WHERE state = 'CA' GROUP BY state`` answers CA
+    alone. This reads the query and the public domain only, never the data. Conditions on other
+    columns, or that the engines might decide differently, are not used; if nothing would be
+    left, every key is kept.
+    """
+    filtered = _keys_of(expr, fields, limit, where)
+    if filtered or not where:
+        return filtered
+    return _keys_of(expr, fields, limit, ())
+
+
+def _keys_of(
+    expr: Expr, fields: Mapping[str, FieldInfo], limit: int, where: Sequence[Expr]
+) -> tuple[Key, ...] | None:
+    names = sorted(columns(expr))
+    conditions = [c for c in where if columns(c) and columns(c) <= set(names)]
     if isinstance(expr, Col) and fields[expr.name].keys is not None:
-        return fields[expr.name].keys
+        keys = fields[expr.name].keys
+        assert keys is not None
+        return tuple(k for k in keys if _passes(conditions, {expr.name: k}))
     literal = _literal_results(expr)
     if literal is not None:
         return literal
-    names = sorted(columns(expr))
     domains = []
     size = 1
     for name in names:
@@ -303,8 +326,11 @@ def keys_of(
         domains.append(domain)
     seen: dict[Key, None] = {}
     for values in itertools.product(*domains):
+        env = dict(zip(names, values, strict=True))
+        if not _passes(conditions, env):
+            continue
         try:
-            key = evaluate(expr, dict(zip(names, values, strict=True)))
+            key = evaluate(expr, env)
         except (EvaluationError, TypeError, ArithmeticError):
             return None
         if key is None:
@@ -315,6 +341,69 @@ def keys_of(
             return None  # float keys are left to private selection: equality on floats is brittle
         seen.setdefault(key, None)
     return tuple(seen) if seen else None
+
+
+def key_conditions(predicate: Expr | None, fields: Mapping[str, FieldInfo]) -> tuple[Expr, ...]:
+    """The ``AND``-ed parts of a ``WHERE`` that :func:`keys_of` may decide on public values.
+
+    Only parts every engine decides as Python does: columns with public keys, booleans or
+    integers, literals, ``=``, ``<>``, ``IN``, ``IS NULL``, ``NOT``, ``AND``, ``OR``, arithmetic,
+    and order comparisons (``<``, ``BETWEEN``) of numbers and booleans — never of text, whose
+    order depends on the engine's collation, nor functions, ``CASE`` or ``LIKE``.
+    """
+    if predicate is None:
+        return ()
+    parts: list[Expr] = []
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinOp) and node.op == "AND":
+            stack.extend((node.right, node.left))
+        else:
+            parts.append(node)
+    return tuple(p for p in parts if _decided_alike(p, fields))
+
+
+def _decided_alike(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:  # one arm per node
+    """Whether every engine evaluates ``expr`` as :func:`evaluate` does (see :func:`key_conditions`)."""
+    if isinstance(expr, Lit):
+        return True
+    if isinstance(expr, Col):
+        info = fields.get(expr.name)
+        return info is not None and (info.keys is not None or info.type in ("int", "bool"))
+    if isinstance(expr, Not | Neg | IsNull):
+        return _decided_alike(expr.operand, fields)
+    if isinstance(expr, InList):
+        return all(_decided_alike(e, fields) for e in (expr.operand, *expr.items))
+    if isinstance(expr, Between):
+        parts = (expr.operand, expr.low, expr.high)
+        return all(_decided_alike(e, fields) and _ordered(e, fields) for e in parts)
+    if isinstance(expr, BinOp) and expr.op != "||":
+        if not (_decided_alike(expr.left, fields) and _decided_alike(expr.right, fields)):
+            return False
+        if expr.op in COMPARISONS and expr.op not in ("=", "<>"):
+            return _ordered(expr.left, fields) and _ordered(expr.right, fields)
+        return True
+    return False
+
+
+def _ordered(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:
+    """Whether ``expr`` is a number or a boolean (ordered alike everywhere), not text."""
+    try:
+        return type_of(expr, fields) in ("int", "float", "bool", "null")
+    except Exception:
+        return False
+
+
+def _passes(conditions: Sequence[Expr], env: Mapping[str, Key | None]) -> bool:
+    """Whether a row holding ``env`` could pass every condition (undecidable: it could)."""
+    for condition in conditions:
+        try:
+            if evaluate(condition, env) is not True:
+                return False
+        except (EvaluationError, TypeError, ArithmeticError):
+            continue
+    return True
 
 
 def _literal_results(expr: Expr) -> tuple[Key, ...] | None:

@@ -37,7 +37,14 @@ from dalenius.core.catalog import Catalog, Table
 from dalenius.core.errors import PrivacyRefusal, QueryError
 from dalenius.core.loss import as_fraction
 from dalenius.core.unit import IdUnit
-from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, per_unit_bounds, type_of
+from dalenius.plan.derive import (
+    FieldInfo,
+    bounds_of,
+    key_conditions,
+    keys_of,
+    per_unit_bounds,
+    type_of,
+)
 from dalenius.plan.expr import (
     AggRef,
     BinOp,
@@ -1045,6 +1052,9 @@ class _State:
         self.p = planner
         self.source = source
         self.infos = {f.id: _info(f) for f in source.fields}
+        # The WHERE every grouped row passed: keys it excludes form no group (derive.keys_of).
+        top = source.relation
+        self.where = key_conditions(top.predicate if isinstance(top, Filter) else None, self.infos)
         self.keys: list[GroupKey] = []
         self.key_nodes: list[exp.Expr] = []
         self.aggs: list[AggCall] = []
@@ -1097,7 +1107,7 @@ class _State:
             if any(k.expr == expr for k in self.keys):
                 continue
             col_type = type_of(expr, self.infos)
-            keys = keys_of(expr, self.infos)
+            keys = keys_of(expr, self.infos, where=self.where)
             name = self.key_name(node, tree)
             if keys is not None:
                 cells *= len(keys)
