@@ -64,7 +64,8 @@ def keyed_hash(dialect: Dialect, salt: int, columns: Sequence[tuple[exp.Expr, st
     and it is **the same on every engine**: the MD5 of one text — the key, then each value in a
     canonical form, separated by ``|`` — compared as lowercase hex (in the C collation on
     PostgreSQL), so DuckDB, PostgreSQL and Spark keep the same rows of a unit over its caps and
-    give the same exact answers. The forms: an integer in decimal; a text as its length in
+    give the same exact answers. The forms: a BIGINT in decimal (an integer the engine computes
+    in double arithmetic is a double here, ``kind`` ``"float"``); a text as its length in
     characters, ``:``, then itself (so no two lists of texts join to the same text); a boolean as
     ``1`` or ``0``; a date as its days since 1970-01-01; a double as the floor of its multiple of
     2^-20, after clamping to ±2^40 (:data:`FLOAT_CLAMP`; doubles closer than that share a form,
@@ -113,8 +114,22 @@ def _canonical_text(value: exp.Expr, kind: str, dialect: Dialect) -> exp.Expr:
     def as_text(node: exp.Expr) -> exp.Expr:
         return exp.Cast(this=node, to=text.copy())
 
+    double = exp.DataType.build(dialect.double_type, dialect=dialect.name)
+
+    def floor_of_multiple(node: exp.Expr) -> exp.Expr:
+        limit = [
+            exp.cast(exp.Literal.number(v), double.copy()) for v in (-FLOAT_CLAMP, FLOAT_CLAMP)
+        ]
+        clamped = exp.Least(
+            this=exp.Greatest(this=node, expressions=[limit[0]]), expressions=[limit[1]]
+        )
+        scaled = exp.Mul(this=clamped, expression=exp.cast(exp.Literal.number(2**20), double))
+        return as_text(exp.cast(exp.Floor(this=scaled), exp.DataType.Type.BIGINT))
+
     form: exp.Expr
     if kind == "int":
+        # A BIGINT (an integer the engine computed as a double is hashed as a double: its text
+        # differs between engines, '3.0' against '3').
         form = as_text(value.copy())
     elif kind == "str":
         length = as_text(exp.Length(this=value.copy()))
@@ -131,15 +146,7 @@ def _canonical_text(value: exp.Expr, kind: str, dialect: Dialect) -> exp.Expr:
         placeholder.replace(value.copy())
         form = as_text(days)
     elif kind == "float":
-        double = exp.DataType.build(dialect.double_type, dialect=dialect.name)
-        limit = [
-            exp.cast(exp.Literal.number(v), double.copy()) for v in (-FLOAT_CLAMP, FLOAT_CLAMP)
-        ]
-        clamped = exp.Least(
-            this=exp.Greatest(this=value.copy(), expressions=[limit[0]]), expressions=[limit[1]]
-        )
-        scaled = exp.Mul(this=clamped, expression=exp.cast(exp.Literal.number(2**20), double))
-        form = as_text(exp.cast(exp.Floor(this=scaled), exp.DataType.Type.BIGINT))
+        form = floor_of_multiple(value.copy())
     else:  # a NULL literal's type: always NULL
         return exp.Literal.string("N")
     return exp.Case(

@@ -169,7 +169,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
                 unit_col=_col(bounding.unit or ""),
                 row_fields=read or [bounding.unit or ""],
                 keys=keys,
-                types=compiler.types_of([bounding.unit or "", *read]),
+                types=compiler.hash_kinds([bounding.unit or "", *read]),
                 key_types=[k.type for k in query.group_by],
                 max_rows=bounding.max_rows,
                 max_groups=bounding.max_groups,
@@ -189,7 +189,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
                 row_fields=read or [bounding.unit or ""],
                 keys=keys,
                 key_types=[k.type for k in query.group_by],
-                types=compiler.types_of([bounding.unit or "", *read]),
+                types=compiler.hash_kinds([bounding.unit or "", *read]),
                 max_rows=bounding.max_rows,
                 max_groups=bounding.max_groups,
                 dialect=dialect,
@@ -684,7 +684,17 @@ def _ranked(
     rank_filter: exp.Expr | None = None
     unit_typed = (unit_col, types[unit_col.name])
     if keys:
-        hashed = [unit_typed, *zip(keys, key_types, strict=True)]
+        # A key that is a field is hashed as the field is; any other key is computed in the
+        # engine's double arithmetic, so an integer key is then a double, and hashed as one.
+        kinds = [
+            types[k.name]
+            if isinstance(k, exp.Column) and k.name in types
+            else "float"
+            if kind == "int"
+            else kind
+            for k, kind in zip(keys, key_types, strict=True)
+        ]
+        hashed = [unit_typed, *zip(keys, kinds, strict=True)]
         group_rank = exp.Window(
             this=exp.Anonymous(this="DENSE_RANK"),
             partition_by=[unit_col.copy()],
@@ -733,13 +743,23 @@ class Compiler:
         self.read = read
         """The names the query reads (:func:`read_names`): a scan projects only these fields
         (all of them when ``None``)."""
+        self.computed: set[str] = set()
+        """Field ids a projection computes from an expression other than a column."""
         self.scanned: dict[str, set[str]] = {}
         """The columns each scanned table is read for, by table name (filled as scans are
         compiled)."""
 
-    def types_of(self, names: list[str]) -> dict[str, str]:
-        """The type of each field id in ``names`` (``int``, ``float``, ``str``, ``bool``, ``date``)."""
-        return {name: self.fields[name].type for name in names}
+    def hash_kinds(self, names: list[str]) -> dict[str, str]:
+        """How :func:`~dalenius.sql.dialects.keyed_hash` reads each field id in ``names``: its
+        type, except that an integer a projection computes (in the engine's double arithmetic)
+        is a double in the SQL, and is hashed as one.
+        """
+        return {
+            name: "float"
+            if name in self.computed and self.fields[name].type == "int"
+            else self.fields[name].type
+            for name in names
+        }
 
     def reads(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """The tables scanned so far, each with the columns read of it (:attr:`ExactSQL.reads`)."""
@@ -767,6 +787,9 @@ class Compiler:
                     exp.alias_(self.expression(e), f.id, quoted=True, copy=False)
                     for f, e in zip(fs, exprs, strict=True)
                 ]
+                self.computed.update(
+                    f.id for f, e in zip(fs, exprs, strict=True) if not isinstance(e, Col)
+                )
                 return exp.select(*cols).from_(inner.subquery("__p", copy=False), copy=False)
             case Join(left=left, right=right, left_key=lk, right_key=rk, kind=kind):
                 lsql, rsql = self.relation(left), self.relation(right)
