@@ -263,6 +263,14 @@ def test_units_over_their_caps_keep_the_same_rows_on_every_engine(
             "AS s GROUP BY b",
             1e-6,
         ),
+        # BigQuery's form: per-person parts per day (a count, a sum of doubles), one day kept.
+        (
+            "mixed",
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-6, "
+            "max_groups_contributed = 1) day, COUNT(*), "
+            "SUM(amount, contribution_bounds_per_group => (0, 100)) FROM mixed GROUP BY day",
+            1e-6,
+        ),
     ]
     for dataset, sql, delta in cases:
         reference, other = sessions_on("duckdb")[dataset], sessions_on(engine)[dataset]

@@ -364,7 +364,7 @@ def key_conditions(predicate: Expr | None, fields: Mapping[str, FieldInfo]) -> t
     return tuple(p for p in parts if _decided_alike(p, fields))
 
 
-def _decided_alike(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:  # one arm per node
+def _decided_alike(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:
     """Whether every engine evaluates ``expr`` as :func:`evaluate` does (see :func:`key_conditions`)."""
     if isinstance(expr, Lit):
         return True
@@ -388,11 +388,10 @@ def _decided_alike(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:  # one 
 
 
 def _ordered(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:
-    """Whether ``expr`` is a number or a boolean (ordered alike everywhere), not text."""
-    try:
-        return type_of(expr, fields) in ("int", "float", "bool", "null")
-    except Exception:
-        return False
+    """Whether ``expr`` (already :func:`_decided_alike`: every column known) is a number or a
+    boolean, ordered alike everywhere, not text.
+    """
+    return type_of(expr, fields) in ("int", "float", "bool", "null")
 
 
 def _passes(conditions: Sequence[Expr], env: Mapping[str, Key | None]) -> bool:

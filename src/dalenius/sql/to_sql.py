@@ -744,7 +744,8 @@ class Compiler:
         """The names the query reads (:func:`read_names`): a scan projects only these fields
         (all of them when ``None``)."""
         self.computed: set[str] = set()
-        """Field ids a projection computes from an expression other than a column."""
+        """Field ids computed from an expression other than a column (a projection's, a
+        per-unit aggregate's)."""
         self.scanned: dict[str, set[str]] = {}
         """The columns each scanned table is read for, by table name (filled as scans are
         compiled)."""
@@ -804,28 +805,44 @@ class Compiler:
                         copy=False,
                     )
                 )
-            case UnitAggregate(child=child, unit_field=unit, fields=fs, aggregates=aggs, keys=keys):
-                inner = self.relation(child)
-                self._learn(child)
-                unit_out, *rest = fs
-                key_fields, value_fields = rest[: len(keys)], rest[len(keys) :]
-                cols = [exp.alias_(_col(unit), unit_out.id, quoted=True)]
-                cols += [
-                    exp.alias_(self.expression(k), f.id, quoted=True)
-                    for f, k in zip(key_fields, keys, strict=True)
-                ]
-                cols += [
-                    exp.alias_(self.unit_aggregate(a), f.id, quoted=True)
-                    for f, a in zip(value_fields, aggs, strict=True)
-                ]
-                group = [_col(unit), *[self.expression(k) for k in keys]]
-                q = (
-                    exp.select(*cols)
-                    .from_(inner.subquery("__u"))
-                    .where(exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null())))
-                )
-                return q.group_by(*group)
+            case UnitAggregate():
+                return self._unit_aggregate(relation)
         raise AssertionError(f"unknown relation {relation!r}")
+
+    def _unit_aggregate(self, relation: UnitAggregate) -> exp.Select:
+        """One row per unit (and key): the unit, its keys and its aggregates."""
+        unit, fs, aggs, keys = (
+            relation.unit_field,
+            relation.fields,
+            relation.aggregates,
+            relation.keys,
+        )
+        inner = self.relation(relation.child)
+        self._learn(relation.child)
+        unit_out, *rest = fs
+        key_fields, value_fields = rest[: len(keys)], rest[len(keys) :]
+        cols = [exp.alias_(_col(unit), unit_out.id, quoted=True)]
+        cols += [
+            exp.alias_(self.expression(k), f.id, quoted=True)
+            for f, k in zip(key_fields, keys, strict=True)
+        ]
+        cols += [
+            exp.alias_(self.unit_aggregate(a), f.id, quoted=True)
+            for f, a in zip(value_fields, aggs, strict=True)
+        ]
+        # Per-unit aggregates and key expressions are computed (an integer one may be a double
+        # in the SQL): hashed as doubles (hash_kinds).
+        self.computed.update(f.id for f in value_fields)
+        self.computed.update(
+            f.id for f, k in zip(key_fields, keys, strict=True) if not isinstance(k, Col)
+        )
+        group = [_col(unit), *[self.expression(k) for k in keys]]
+        q = (
+            exp.select(*cols)
+            .from_(inner.subquery("__u"))
+            .where(exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null())))
+        )
+        return q.group_by(*group)
 
     def _scan(self, table: str, fs: tuple[Field, ...]) -> exp.Select:
         read = self.read
