@@ -14,6 +14,15 @@ transactions per query (counted with SQLite's trace callback), the median time o
 in the ledger's folder (the floor of each synced transaction), and the load average before and
 after, so a reader can tell a quiet machine from a loaded one.
 
+With ``--history N`` it also measures what a query costs once the ledger holds a history, on the
+tiny table: an analyst who has made ``N`` releases already, and a new analyst on a dataset with a
+total cap whose other analysts have made ``N`` releases (the cap is checked against every release
+of the dataset). Each round asks a new query (the history's analyst must make a new release, not
+be answered from the record), planned once before the three timed runs; the difference to the
+empty ledger is what the history costs. The history is written through the ledger's own protocol (reserve, charge,
+commit), not through queries, so it takes seconds; each figure is printed beside the fresh
+analyst's on an empty ledger.
+
 With ``--clock cpu`` every time is this process's CPU time instead of wall time (DuckDB's threads
 run in this process): on a machine loaded by other work it moves far less than wall time, so two
 versions can still be compared there; it leaves out the waits, the ``fsync`` of each commit among
@@ -40,6 +49,7 @@ from dalenius.core.loss import PureDP
 from dalenius.datasets.census import write_benchmark
 from dalenius.engine.session import connect
 from dalenius.executors.factory import executor_for
+from dalenius.ledger.base import ChargeRequest, Reservation
 from dalenius.ledger.sqlite import SqliteLedger
 
 SQL = "SELECT COUNT(*) FROM people WHERE age >= 40"
@@ -123,9 +133,68 @@ def measure(
         "dalenius": statistics.median(d_times),
         "raw": statistics.median(r_times),
         "ledger": statistics.median(l_times),
-        "statements": float(len(statements)),
+        # SQLite reports each statement a trigger runs with its parent's text: counted once.
+        "statements": float(
+            sum(1 for i, t in enumerate(statements) if not i or t != statements[i - 1])
+        ),
         "transactions": float(sum(s.startswith("BEGIN") for s in statements)),
     }
+
+
+def write_history(ledger: SqliteLedger, dataset: str, principals: list[str]) -> None:
+    """One committed release of ε = 1 for each name in ``principals`` (repeats allowed)."""
+    for i, principal in enumerate(principals):
+        request = ChargeRequest(
+            principal, dataset, PureDP(Fraction(1)), f"history-{i}", f"history {i}", f"plan-{i}"
+        )
+        reservation = ledger.reserve(request, charge=True)
+        if not isinstance(reservation, Reservation):
+            raise RuntimeError(f"release {i} of the history was not charged: {reservation}")
+        ledger.commit(reservation, '{"history": true}')
+
+
+def history_cost(
+    catalog: Catalog, size: int, repeats: int, folder: Path, now: Callable[[], float]
+) -> dict[str, float]:
+    """Median time (seconds) of one query on an empty ledger and on ledgers holding ``size``
+    releases: the analyst's own, and (with a total cap) other analysts' on the same dataset."""
+    executor = executor_for(catalog)
+    budget = PureDP(Fraction(10**9))
+    ledgers = {
+        "empty": SqliteLedger(folder / "empty.sqlite"),
+        "own": SqliteLedger(folder / "own.sqlite"),
+        "dataset": SqliteLedger(folder / "dataset.sqlite"),
+    }
+    ledgers["dataset"].set_dataset(catalog.name, total_cap=budget)
+    for ledger in ledgers.values():
+        ledger.set_budget("analyst", catalog.name, budget)
+    write_history(ledgers["own"], catalog.name, ["analyst"] * size)
+    others = [f"other-{i % 100}" for i in range(size)]
+    for name in sorted(set(others)):
+        ledgers["dataset"].set_budget(name, catalog.name, budget)
+    write_history(ledgers["dataset"], catalog.name, others)
+    times: dict[str, list[float]] = {name: [] for name in ledgers}
+    for i in range(repeats + 1):
+        # A new query each round, so the analyst with a history makes a new release too; it is
+        # planned first, untimed, so no ledger's figure carries the planning.
+        sql = f"{SQL} AND age <> {-i}"
+        ledgers["empty"].set_budget(f"planner-{i}", catalog.name, budget)
+        connect(catalog, ledger=ledgers["empty"], analyst=f"planner-{i}", executor=executor).query(
+            sql, epsilon=1
+        )
+        for name, ledger in ledgers.items():
+            analyst = "analyst" if name == "own" else f"fresh-{i}"
+            if analyst != "analyst":
+                ledger.set_budget(analyst, catalog.name, budget)
+            session = connect(catalog, ledger=ledger, analyst=analyst, executor=executor)
+            start = now()
+            session.query(sql, epsilon=1)
+            if i:  # the first round warms the engine up
+                times[name].append(now() - start)
+    executor.close()
+    for ledger in ledgers.values():
+        ledger.close()
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def fsync_median(folder: Path, repeats: int) -> float:
@@ -151,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         default="wall",
         help="wall time or this process's CPU time",
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="also time a query with N earlier releases in the ledger (0: skip)",
+    )
     args = parser.parse_args(argv)
     catalogs = {rows: catalog_of(DATA, rows) for rows in SIZES}
     before = os.getloadavg()[0]
@@ -161,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
                 catalog, args.repeats, Path(tmp) / f"ledger-{rows}.sqlite", CLOCKS[args.clock]
             )
         synced = fsync_median(Path(tmp), args.repeats)
+        history = (
+            history_cost(
+                catalogs[SIZES[0]], args.history, args.repeats, Path(tmp), CLOCKS[args.clock]
+            )
+            if args.history
+            else None
+        )
     after = os.getloadavg()[0]
     print(
         f"{SQL}, ε = 1, DuckDB + SQLite ledger file, medians of {args.repeats}, interleaved, "
@@ -184,6 +266,16 @@ def main(argv: list[str] | None = None) -> int:
         f"one fsync in the ledger's folder, median: {synced * 1e3:.2f} ms "
         "(each synced write transaction pays at least one)"
     )
+    if history is not None:
+        empty = history["empty"]
+        print(f"with a history of {args.history:,} releases in the ledger ({SIZES[0]} people):")
+        print(f"  empty ledger, new analyst:                  {empty * 1e3:8.2f} ms")
+        for name, what in (
+            ("own", "the analyst's own releases"),
+            ("dataset", "other analysts' releases, total cap"),
+        ):
+            took = history[name]
+            print(f"  {what + ':':<43} {took * 1e3:8.2f} ms  {(took - empty) * 1e3:+6.2f} ms")
     return 0
 
 

@@ -7,20 +7,34 @@ partial unique index makes an idempotency key name at most one charge that was n
 even a store shared by several gateway processes cannot charge one retried request twice.
 
 Version 2 added the data gate's states (``charged``, ``failed``), a dataset's ``fail_closed``
-setting and a budget's ``exhausted_at``; :func:`migrations` upgrades a version-1 store in place.
+setting and a budget's ``exhausted_at``. Version 3 added ``dalenius_spent``, the running count of
+the charges that hold budget, which every write keeps in step with the charges (a store of an
+earlier version, written by code that does not, is refused by that code once upgraded).
+:func:`migrations` upgrades a version-1 or version-2 store in place.
 """
 
 from __future__ import annotations
 
+from dalenius.ledger.base import CHARGED_STATUSES
 from dalenius.ledger.storage import DIALECTS, DialectName
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """Stored in ``dalenius_meta``; a store written by another version is refused, not guessed at."""
 
-UPGRADABLE = ("1",)
+UPGRADABLE = ("1", "2")
 """Older versions :func:`migrations` upgrades."""
 
 Dialect = DialectName
+
+CHARGED_IN = "status IN (" + ", ".join(f"'{s}'" for s in CHARGED_STATUSES) + ")"
+"""The charges that hold budget, as SQL (every status but ``rolled_back``)."""
+
+DATASET_TOTAL = ""
+"""The ``principal`` of a ``dalenius_spent`` row that counts a dataset's releases for its total
+cap (shared answers left out); no analyst has an empty name."""
+
+RETIRED_INDEXES = ("dalenius_charges_by_owner", "dalenius_charges_by_request")
+"""Indexes of earlier releases that a wider index now serves; dropped when a store is opened."""
 
 
 _STATUS_LIST = "('pending', 'charged', 'committed', 'failed', 'rolled_back', 'lost')"
@@ -44,6 +58,8 @@ def migrations(dialect: Dialect, version: str) -> list[str]:
     """
     if version == SCHEMA_VERSION:
         return []
+    if version == "2":
+        return spent_rebuild()
     time = DIALECTS[dialect].time_type
     columns = [
         "ALTER TABLE dalenius_datasets ADD COLUMN fail_closed INTEGER NOT NULL DEFAULT 0",
@@ -55,20 +71,171 @@ def migrations(dialect: Dialect, version: str) -> list[str]:
             "ALTER TABLE dalenius_charges DROP CONSTRAINT IF EXISTS dalenius_charges_status_check",
             "ALTER TABLE dalenius_charges ADD CONSTRAINT dalenius_charges_status_check "
             f"CHECK (status IN {_STATUS_LIST})",
+            *spent_rebuild(),
         ]
     create = next(s for s in statements(dialect) if "TABLE IF NOT EXISTS dalenius_charges" in s)
     return [
         *columns,
         "ALTER TABLE dalenius_charges RENAME TO dalenius_charges_v1",
-        "DROP INDEX IF EXISTS dalenius_charges_by_owner",
-        "DROP INDEX IF EXISTS dalenius_charges_by_request",
-        "DROP INDEX IF EXISTS dalenius_charges_by_status",
-        "DROP INDEX IF EXISTS dalenius_charges_idempotency",
+        # The renamed table keeps its indexes, the ones statements() has just added among them:
+        # drop them all, so the new table gets its own.
+        *(f"DROP INDEX IF EXISTS {name}" for name in (*RETIRED_INDEXES, *_charge_indexes(dialect))),
+        # So do the triggers that keep the counts: the new table gets its own.
+        *(f"DROP TRIGGER IF EXISTS {name}" for name in _TRIGGERS),
         create,
+        *count_triggers(dialect),
         f"INSERT INTO dalenius_charges ({_V1_CHARGE_COLUMNS}) "
         f"SELECT {_V1_CHARGE_COLUMNS} FROM dalenius_charges_v1",
         "DROP TABLE dalenius_charges_v1",
         *(s for s in statements(dialect) if "INDEX IF NOT EXISTS dalenius_charges" in s),
+        *spent_rebuild(),
+    ]
+
+
+def spent_recount() -> list[str]:
+    """The queries that count, from the charges, what ``dalenius_spent`` should hold: rows of
+    (dataset, principal, charged, releases), the analysts' and then the datasets' totals.
+    """
+    return [
+        "SELECT dataset, principal, charged, COUNT(*) FROM dalenius_charges "
+        f"WHERE {CHARGED_IN} GROUP BY dataset, principal, charged",
+        f"SELECT dataset, '{DATASET_TOTAL}', charged, COUNT(*) FROM dalenius_charges "
+        f"WHERE {CHARGED_IN} AND id NOT IN (SELECT entry_id FROM dalenius_shared) "
+        "GROUP BY dataset, charged",
+    ]
+
+
+def spent_rebuild() -> list[str]:
+    """The statements that count ``dalenius_spent`` afresh from the charges (on upgrade).
+
+    Example:
+        >>> spent_rebuild()[0]
+        'DELETE FROM dalenius_spent'
+    """
+    insert = "INSERT INTO dalenius_spent (dataset, principal, charged, releases) "
+    return ["DELETE FROM dalenius_spent", *(insert + query for query in spent_recount())]
+
+
+_TRIGGERS = ("dalenius_spent_added", "dalenius_spent_changed", "dalenius_spent_removed")
+_SHARED_TRIGGERS = ("dalenius_spent_shared", "dalenius_spent_unshared")
+
+
+def _held(row: str) -> str:
+    """SQL: whether the charge ``row`` (``NEW`` or ``OLD``) holds budget."""
+    return CHARGED_IN.replace("status IN", f"{row}.status IN", 1)
+
+
+def _not_shared(row: str) -> str:
+    return f"NOT EXISTS (SELECT 1 FROM dalenius_shared WHERE entry_id = {row}.id)"
+
+
+def _add(row: str) -> list[str]:
+    """SQL: count the charge ``row`` in (its analyst's and, unless shared, its dataset's)."""
+    upsert = (
+        "ON CONFLICT (dataset, principal, charged) "
+        "DO UPDATE SET releases = dalenius_spent.releases + 1"
+    )
+    insert = "INSERT INTO dalenius_spent (dataset, principal, charged, releases) "
+    return [
+        f"{insert}SELECT {row}.dataset, {row}.principal, {row}.charged, 1 "
+        f"WHERE {_held(row)} {upsert}",
+        f"{insert}SELECT {row}.dataset, '{DATASET_TOTAL}', {row}.charged, 1 "
+        f"WHERE {_held(row)} AND {_not_shared(row)} {upsert}",
+    ]
+
+
+def _take(row: str) -> str:
+    """SQL: take the charge ``row`` out of the counts it is in."""
+    return (
+        "UPDATE dalenius_spent SET releases = releases - 1 "
+        f"WHERE {_held(row)} AND dataset = {row}.dataset AND charged = {row}.charged "
+        f"AND (principal = {row}.principal "
+        f"OR (principal = '{DATASET_TOTAL}' AND {_not_shared(row)}))"
+    )
+
+
+def _share(step: str, row: str) -> str:
+    """SQL: move the dataset's count of the charge that shared-answer ``row`` names by ``step``."""
+    entry = f"FROM dalenius_charges WHERE id = {row}.entry_id AND {CHARGED_IN}"
+    return (
+        f"UPDATE dalenius_spent SET releases = releases {step} 1 "
+        f"WHERE principal = '{DATASET_TOTAL}' AND dataset = (SELECT dataset {entry}) "
+        f"AND charged = (SELECT charged {entry})"
+    )
+
+
+_CHANGED = (
+    "({held_old}) <> ({held_new}) OR OLD.charged <> NEW.charged "
+    "OR OLD.dataset <> NEW.dataset OR OLD.principal <> NEW.principal"
+)
+
+
+def count_triggers(dialect: Dialect) -> list[str]:
+    """The triggers that keep ``dalenius_spent`` in step with every write to the charges.
+
+    In the database rather than in the ledger's code, so that every writer keeps the counts:
+    also a process of an earlier release still running on a store another process has just
+    upgraded (a gateway's workers replaced one by one). A charge is counted when it is added
+    holding budget, taken out when it stops holding it (returned before the data gate) or is
+    deleted, and moved when its loss is converted; a shared answer's charge leaves the
+    dataset's count when it is recorded as shared. Only the changes that move a count fire.
+    """
+    changed = _CHANGED.format(held_old=_held("OLD"), held_new=_held("NEW"))
+    if dialect == "sqlite":
+
+        def body(*sql: str) -> str:
+            return "BEGIN " + " ".join(f"{statement};" for statement in sql) + " END"
+
+        return [
+            "CREATE TRIGGER IF NOT EXISTS dalenius_spent_added AFTER INSERT ON dalenius_charges "
+            + body(*_add("NEW")),
+            "CREATE TRIGGER IF NOT EXISTS dalenius_spent_changed AFTER UPDATE OF status, "
+            f"charged, dataset, principal ON dalenius_charges WHEN {changed} "
+            + body(_take("OLD"), *_add("NEW")),
+            "CREATE TRIGGER IF NOT EXISTS dalenius_spent_removed AFTER DELETE ON dalenius_charges "
+            + body(_take("OLD")),
+            "CREATE TRIGGER IF NOT EXISTS dalenius_spent_shared AFTER INSERT ON dalenius_shared "
+            + body(_share("-", "NEW")),
+            "CREATE TRIGGER IF NOT EXISTS dalenius_spent_unshared AFTER DELETE ON dalenius_shared "
+            + body(_share("+", "OLD")),
+        ]
+
+    def trigger(name: str, event: str, table: str, *sql: str, when: str = "") -> str:
+        # Created once, with its function, if missing: opening a store writes no DDL, and
+        # search_path is pinned to the schema the ledger lives in, whoever writes.
+        body = " ".join(f"{statement};" for statement in sql)
+        return (
+            "DO $do$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = "
+            f"'{name}' AND tgrelid = '{table}'::regclass) THEN "
+            f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql "
+            f"SET search_path FROM CURRENT AS $$ BEGIN {body} RETURN NULL; END $$; "
+            f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW {when}"
+            f"EXECUTE FUNCTION {name}(); END IF; END $do$"
+        )
+
+    return [
+        trigger("dalenius_spent_added", "INSERT", "dalenius_charges", *_add("NEW")),
+        trigger(
+            "dalenius_spent_changed",
+            "UPDATE OF status, charged, dataset, principal",
+            "dalenius_charges",
+            _take("OLD"),
+            *_add("NEW"),
+            when=f"WHEN ({changed}) ",
+        ),
+        trigger("dalenius_spent_removed", "DELETE", "dalenius_charges", _take("OLD")),
+        trigger("dalenius_spent_shared", "INSERT", "dalenius_shared", _share("-", "NEW")),
+        trigger("dalenius_spent_unshared", "DELETE", "dalenius_shared", _share("+", "OLD")),
+    ]
+
+
+def _charge_indexes(dialect: Dialect) -> list[str]:
+    """The names of the indexes :func:`statements` creates on the charges table."""
+    prefix = "INDEX IF NOT EXISTS "
+    return [
+        s.split(prefix, 1)[1].split()[0]
+        for s in statements(dialect)
+        if prefix + "dalenius_charges" in s
     ]
 
 
@@ -120,10 +287,15 @@ def statements(dialect: Dialect) -> list[str]:
             finished_at {time},
             detail TEXT NOT NULL
         )""",
-        """CREATE INDEX IF NOT EXISTS dalenius_charges_by_owner
-            ON dalenius_charges (dataset, principal, created_at)""",
-        """CREATE INDEX IF NOT EXISTS dalenius_charges_by_request
-            ON dalenius_charges (principal, dataset, request_key)""",
+        # What a reserve reads, so its cost stays small as the ledger's history grows: the spent
+        # sums read every charge of an analyst (or of a dataset) from this index alone, without
+        # visiting the table; the first committed answer to a request (the analyst's own, or
+        # another analyst's to share) is found by the request, in order, without sorting.
+        """CREATE INDEX IF NOT EXISTS dalenius_charges_spent
+            ON dalenius_charges (dataset, principal, created_at, status, charged, id)""",
+        """CREATE INDEX IF NOT EXISTS dalenius_charges_answers
+            ON dalenius_charges (dataset, request_key, principal, created_at, id)""",
+        *(f"DROP INDEX IF EXISTS {name}" for name in RETIRED_INDEXES),
         """CREATE INDEX IF NOT EXISTS dalenius_charges_by_status
             ON dalenius_charges (status, created_at)""",
         """CREATE UNIQUE INDEX IF NOT EXISTS dalenius_charges_idempotency
@@ -135,6 +307,17 @@ def statements(dialect: Dialect) -> list[str]:
         """CREATE TABLE IF NOT EXISTS dalenius_shared (
             entry_id TEXT PRIMARY KEY REFERENCES dalenius_charges (id),
             source_id TEXT NOT NULL REFERENCES dalenius_charges (id)
+        )""",
+        # How many charges that hold budget each analyst has of each loss on each dataset, and
+        # (principal DATASET_TOTAL) the dataset's releases for its total cap: what a reserve
+        # composes, read in a few rows however long the history. Kept in step by every write
+        # that adds a charge, returns one or converts them, in the same transaction.
+        """CREATE TABLE IF NOT EXISTS dalenius_spent (
+            dataset TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            charged TEXT NOT NULL,
+            releases INTEGER NOT NULL CHECK (releases >= 0),
+            PRIMARY KEY (dataset, principal, charged)
         )""",
         f"""CREATE TABLE IF NOT EXISTS dalenius_audit (
             seq {DIALECTS[dialect].auto_key},
@@ -150,4 +333,5 @@ def statements(dialect: Dialect) -> list[str]:
         )""",
         """CREATE INDEX IF NOT EXISTS dalenius_audit_by_owner
             ON dalenius_audit (dataset, principal, seq)""",
+        *count_triggers(dialect),
     ]

@@ -49,7 +49,6 @@ from dalenius.ledger.base import (
     BUDGET_SET,
     CACHED,
     CHARGED,
-    CHARGED_STATUSES,
     COMMITTED,
     DATASET_SET,
     EXHAUSTED,
@@ -76,7 +75,15 @@ from dalenius.ledger.base import (
     _require_name,
 )
 from dalenius.ledger.codec import decode_loss, encode_loss
-from dalenius.ledger.schema import SCHEMA_VERSION, UPGRADABLE, migrations, statements
+from dalenius.ledger.schema import (
+    CHARGED_IN,
+    DATASET_TOTAL,
+    SCHEMA_VERSION,
+    UPGRADABLE,
+    migrations,
+    spent_recount,
+    statements,
+)
 from dalenius.ledger.storage import Database, Row, Tx, decode_time, encode_time
 
 _CHARGE_COLUMNS = (
@@ -84,8 +91,6 @@ _CHARGE_COLUMNS = (
     "status, answer, created_at, finished_at, detail"
 )
 _AUDIT_COLUMNS = "seq, at, principal, dataset, sql_text, plan_hash, loss, outcome, detail, entry_id"
-_CHARGED_IN = "status IN (" + ", ".join(f"'{s}'" for s in CHARGED_STATUSES) + ")"
-"""The charges that count against a budget, as SQL (from :data:`CHARGED_STATUSES`)."""
 _DATASET_COLUMNS = "name, definition, total_cap, fail_closed"
 _BUDGET_COLUMNS = "principal, dataset, cap, refresh_days, anchor, exhausted_at"
 _GATE_DETAIL = "charged at the data gate, before any read"
@@ -283,9 +288,19 @@ class SqlLedger(Ledger):
         principal: str | None = None,
         since: datetime | None = None,
     ) -> Loss:
-        # Equal charges are counted by the database (most charges repeat a few ε values), so the
-        # cost grows with the number of distinct charges, not with the ledger's history.
-        sql = f"SELECT charged, COUNT(*) FROM dalenius_charges WHERE dataset = ? AND {_CHARGED_IN}"
+        """What ``principal`` (``None``: the dataset's releases, for its total cap) has spent on
+        ``dataset``, charged since ``since`` (``None``: ever).
+        """
+        if since is None:
+            # The running counts: a few rows (one per distinct loss), however long the history.
+            rows = tx.run(
+                "SELECT charged, releases FROM dalenius_spent WHERE dataset = ? "
+                "AND principal = ? AND releases > 0",
+                (dataset, DATASET_TOTAL if principal is None else principal),
+            )
+            return compose_counted(((decode_loss(row[0]), int(row[1])) for row in rows), definition)
+        # A period: the charges since it began, counted from the covering index.
+        sql = f"SELECT charged, COUNT(*) FROM dalenius_charges WHERE dataset = ? AND {CHARGED_IN}"
         params: list[object] = [dataset]
         if principal is not None:
             sql += " AND principal = ?"
@@ -293,10 +308,8 @@ class SqlLedger(Ledger):
         else:
             # The dataset's total counts each release once: shared answers are not new releases.
             sql += " AND id NOT IN (SELECT entry_id FROM dalenius_shared)"
-        if since is not None:
-            sql += " AND created_at >= ?"
-            params.append(encode_time(since))
-        sql += " GROUP BY charged"
+        sql += " AND created_at >= ? GROUP BY charged"
+        params.append(encode_time(since))
         rows = tx.run(sql, params)
         return compose_counted(((decode_loss(row[0]), int(row[1])) for row in rows), definition)
 
@@ -593,9 +606,12 @@ class SqlLedger(Ledger):
 
     def _shared_source(self, tx: Tx, request: ChargeRequest) -> LedgerEntry | None:
         """Another analyst's committed release of the same request on this dataset, if any."""
+        # `status || ''` keeps SQLite's planner off the index by status, whose order it would
+        # otherwise prefer to reading the few entries of this request (every committed entry
+        # of every dataset against a handful); PostgreSQL plans it as before.
         rows = tx.run(
             f"SELECT {_CHARGE_COLUMNS} FROM dalenius_charges WHERE dataset = ? "
-            "AND request_key = ? AND status = 'committed' "
+            "AND request_key = ? AND status || '' = 'committed' "
             "AND id NOT IN (SELECT entry_id FROM dalenius_shared) ORDER BY created_at, id LIMIT 1",
             (request.dataset, request.request_key),
         )
@@ -1028,6 +1044,35 @@ def _invariant_problems(tx: Tx) -> list[str]:
             problems.append(f"entry {ident} has unknown status {status!r}")
         if status in (CHARGED, FAILED) and ident not in gated:
             problems.append(f"entry {ident} is {status} but has no data-gate audit line")
+    problems.extend(_count_problems(tx))
+    return problems
+
+
+def _count_problems(tx: Tx) -> list[str]:
+    """Where the running counts of ``dalenius_spent`` differ from a count of the charges."""
+    kept = {
+        (str(d), str(p), str(c)): int(n)
+        for d, p, c, n in tx.run(
+            "SELECT dataset, principal, charged, releases FROM dalenius_spent WHERE releases > 0"
+        )
+    }
+    recount = {
+        (str(d), str(p), str(c)): int(n)
+        for query in spent_recount()
+        for d, p, c, n in tx.run(query)
+    }
+    problems = []
+    for dataset, principal, charged in sorted(kept.keys() | recount.keys()):
+        has, should = (
+            kept.get((dataset, principal, charged), 0),
+            recount.get((dataset, principal, charged), 0),
+        )
+        if has != should:
+            whose = f"analyst {principal!r}" if principal else "the dataset's total"
+            problems.append(
+                f"running count of {charged} charges of {whose} on {dataset!r} is {has}, "
+                f"but the ledger holds {should} such charges"
+            )
     return problems
 
 
