@@ -300,6 +300,32 @@ def test_ledger_recover_and_verify(path: str, capsys) -> None:
     assert code == EXIT_USER and ">= 0" in err
 
 
+def test_ledger_recount_repairs_what_verify_reports(path: str, capsys) -> None:
+    with open_ledger(path) as ledger:
+        ledger.set_budget("alice", "adult", PureDP(Fraction(1)))
+    spend(path, Fraction(1, 2))
+    import sqlite3
+
+    with sqlite3.connect(path) as con:  # a damaged store: the analyst's count lost
+        con.execute("UPDATE dalenius_spent SET releases = 0 WHERE principal = 'alice'")
+    with open_ledger(path) as ledger:
+        assert ledger.spent("alice", "adult") == PureDP(Fraction(0))
+    code, out, _ = run(["ledger", "verify", "--ledger", path], capsys)
+    assert code == EXIT_USER
+    assert "running count of pure:1/2 charges of analyst 'alice' on 'adult' is 0" in out
+    assert "dalenius ledger recount" in out
+    code, out, _ = run(["ledger", "recount", "--ledger", path, "--json"], capsys)
+    assert code == EXIT_OK and len(json.loads(out)["recounted"]) == 1
+    code, out, _ = run(["ledger", "verify", "--ledger", path], capsys)
+    assert (code, out.strip()) == (EXIT_OK, "ledger ok")
+    with open_ledger(path) as ledger:
+        assert ledger.spent("alice", "adult") == PureDP(Fraction(1, 2))
+        audit = [a.detail for a in ledger.audit() if a.outcome == "dataset_set"]
+        assert any("recounted from the charges" in detail for detail in audit)
+    code, out, _ = run(["ledger", "recount", "--ledger", path], capsys)
+    assert code == EXIT_OK and "already matched" in out
+
+
 def test_every_command_and_option_is_documented() -> None:
     text = DOCS.read_text(encoding="utf-8")
     root = parser()

@@ -1,10 +1,11 @@
-"""``dalenius ledger``: list, export, recover and verify the budget ledger's record.
+"""``dalenius ledger``: list, export, recover, verify and recount the budget ledger's record.
 
 ``list`` prints the charges (or, with ``--audit``, the audit trail) as a table or JSON; ``export``
 writes them as CSV or JSON for auditors; ``recover`` settles what a crashed gateway left: a
 reservation that never reached the data gate is returned, a charge past the gate is marked lost
-(it stays charged); ``verify`` checks the store's integrity. The commands read
-the library's record and add nothing to it, except ``recover``.
+(it stays charged); ``verify`` checks the store's integrity; ``recount`` rebuilds the running
+counts of what was spent from the charges, the repair for a difference ``verify`` reports. The
+commands read the library's record and add nothing to it, except ``recover`` and ``recount``.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def existing_ledger(url: str | None) -> Iterator[Ledger]:
 
 
 def register(sub: Any) -> None:
-    """Add ``dalenius ledger list|export|recover|verify``."""
+    """Add ``dalenius ledger list|export|recover|verify|recount``."""
     parser = sub.add_parser(
         "ledger",
         help="list or export the record of releases and the audit trail",
@@ -155,6 +156,14 @@ def register(sub: Any) -> None:
     verify = actions.add_parser("verify", help="check the ledger's integrity and invariants")
     add_store_options(verify, analyst_filter=False)
     verify.set_defaults(func=run_verify)
+
+    recount = actions.add_parser(
+        "recount",
+        help="rebuild the running counts of what was spent from the charges (the repair for a "
+        "difference verify reports)",
+    )
+    add_store_options(recount, analyst_filter=False)
+    recount.set_defaults(func=run_recount)
 
 
 def entry_row(entry: LedgerEntry) -> dict[str, Any]:
@@ -298,6 +307,19 @@ def run_recover(args: argparse.Namespace) -> int:
             f"marked {len(recovery.lost)} abandoned charge(s) past the gate as lost "
             "(they stay charged)"
         )
+    return EXIT_OK
+
+
+def run_recount(args: argparse.Namespace) -> int:
+    """Run ``dalenius ledger recount``."""
+    with existing_ledger(args.ledger) as ledger:
+        wrong = ledger.recount()
+    if args.json:
+        emit_json({"recounted": wrong})
+    elif wrong:
+        print("\n".join(f"recounted: {w}" for w in wrong))
+    else:
+        print("the running counts already matched the charges; rebuilt them all the same")
     return EXIT_OK
 
 

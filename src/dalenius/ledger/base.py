@@ -503,6 +503,15 @@ class Ledger(abc.ABC):
         """Check the store's integrity and the ledger's invariants; return the problems found."""
 
     @abc.abstractmethod
+    def recount(self) -> list[str]:
+        """Count what was spent afresh from the charges; return the running counts that differed.
+
+        The repair for a problem :meth:`verify` reports in the running counts (the store's
+        triggers keep them, so only a hand-edited or damaged store needs it). The charges are
+        the record: the counts are rebuilt from them, in one write transaction.
+        """
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release the store's connections; the ledger cannot be used afterwards."""
 

@@ -91,6 +91,10 @@ class PostgresLedger(SqlLedger):
             connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
         connection.execute(sql.SQL("SET search_path TO {}").format(name))
 
+    def _hold_counts(self, tx: Tx) -> None:
+        # The counts' triggers write dalenius_spent: no writer moves a count while it is rebuilt.
+        tx.run("LOCK TABLE dalenius_spent IN EXCLUSIVE MODE")
+
     def _prepare_schema(self, tx: Tx) -> None:
         # CREATE TABLE IF NOT EXISTS is not safe against itself in concurrent transactions.
         tx.run("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))

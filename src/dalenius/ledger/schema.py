@@ -117,7 +117,7 @@ def spent_rebuild() -> list[str]:
 
 
 _TRIGGERS = ("dalenius_spent_added", "dalenius_spent_changed", "dalenius_spent_removed")
-_SHARED_TRIGGERS = ("dalenius_spent_shared", "dalenius_spent_unshared")
+"""The count triggers on the charges table (those on ``dalenius_shared`` stay with their table)."""
 
 
 def _held(row: str) -> str:

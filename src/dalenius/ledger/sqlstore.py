@@ -81,6 +81,7 @@ from dalenius.ledger.schema import (
     SCHEMA_VERSION,
     UPGRADABLE,
     migrations,
+    spent_rebuild,
     spent_recount,
     statements,
 )
@@ -919,6 +920,27 @@ class SqlLedger(Ledger):
             problems.extend(_invariant_problems(tx))
         return problems
 
+    def recount(self) -> list[str]:
+        """Rebuild the running counts from the charges (see :class:`Ledger`)."""
+        with self._lock, self._transaction(write=True) as tx:
+            now = self._now()
+            self._hold_counts(tx)
+            wrong = _count_problems(tx)
+            datasets = sorted({difference[0] for difference in _count_differences(tx)})
+            for statement in spent_rebuild():
+                tx.run(statement)
+            for dataset in datasets:
+                detail = "running counts of what was spent recounted from the charges: " + (
+                    "; ".join(p for p in wrong if f" on {dataset!r} " in p)
+                )
+                self._audit(tx, now, _Subject("", dataset), (DATASET_SET, detail))
+        return wrong
+
+    def _hold_counts(self, tx: Tx) -> None:
+        """Keep other writers off the counts until this transaction ends (SQLite's write
+        transaction already holds the whole file).
+        """
+
     def close(self) -> None:
         """Close the store's connections; later calls raise :class:`InternalError`."""
         with self._lock:
@@ -1048,8 +1070,10 @@ def _invariant_problems(tx: Tx) -> list[str]:
     return problems
 
 
-def _count_problems(tx: Tx) -> list[str]:
-    """Where the running counts of ``dalenius_spent`` differ from a count of the charges."""
+def _count_differences(tx: Tx) -> list[tuple[str, str, str, int, int]]:
+    """Where the running counts of ``dalenius_spent`` differ from a count of the charges:
+    (dataset, principal, charged, kept, counted), ``principal`` empty for a dataset's total.
+    """
     kept = {
         (str(d), str(p), str(c)): int(n)
         for d, p, c, n in tx.run(
@@ -1061,18 +1085,22 @@ def _count_problems(tx: Tx) -> list[str]:
         for query in spent_recount()
         for d, p, c, n in tx.run(query)
     }
+    return [
+        (*key, kept.get(key, 0), recount.get(key, 0))
+        for key in sorted(kept.keys() | recount.keys())
+        if kept.get(key, 0) != recount.get(key, 0)
+    ]
+
+
+def _count_problems(tx: Tx) -> list[str]:
+    """The differences of :func:`_count_differences`, in words."""
     problems = []
-    for dataset, principal, charged in sorted(kept.keys() | recount.keys()):
-        has, should = (
-            kept.get((dataset, principal, charged), 0),
-            recount.get((dataset, principal, charged), 0),
+    for dataset, principal, charged, has, should in _count_differences(tx):
+        whose = f"analyst {principal!r}" if principal else "the dataset's total"
+        problems.append(
+            f"running count of {charged} charges of {whose} on {dataset!r} is {has}, but the "
+            f"ledger holds {should} (repair: dalenius ledger recount)"
         )
-        if has != should:
-            whose = f"analyst {principal!r}" if principal else "the dataset's total"
-            problems.append(
-                f"running count of {charged} charges of {whose} on {dataset!r} is {has}, "
-                f"but the ledger holds {should} such charges"
-            )
     return problems
 
 
