@@ -19,9 +19,8 @@ tiny table: an analyst who has made ``N`` releases already, and a new analyst on
 total cap whose other analysts have made ``N`` releases (the cap is checked against every release
 of the dataset). Each round asks a new query (the history's analyst must make a new release, not
 be answered from the record), planned once before the three timed runs; the difference to the
-empty ledger is what the history costs. The history is written through the ledger's own protocol (reserve, charge,
-commit), not through queries, so it takes seconds; each figure is printed beside the fresh
-analyst's on an empty ledger.
+empty ledger is what the history costs. The history is written through the ledger's own protocol
+(reserve, charge, commit), not through queries, so it takes seconds.
 
 With ``--clock cpu`` every time is this process's CPU time instead of wall time (DuckDB's threads
 run in this process): on a machine loaded by other work it moves far less than wall time, so two

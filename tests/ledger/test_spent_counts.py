@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from fractions import Fraction
 
@@ -106,18 +106,35 @@ def test_the_counts_follow_every_write(store: Store, clock: FakeClock, seed: int
         assert reopened.total_spent(DATASET) == expected(reopened, "approx", None)
 
 
-def raw_writer(store: Store) -> Callable[[str, tuple[object, ...]], None]:
-    """Run SQL on the store directly, as a process of an earlier release would write."""
-    if store.kind == "sqlite":
-        con = sqlite3.connect(store.url, isolation_level=None)
-        return lambda sql, params=(): con.execute(sql, params) and None
-    pg = psycopg.connect(store.url, autocommit=True)
-    return lambda sql, params=(): pg.execute(sql.replace("?", "%s"), params) and None  # type: ignore[arg-type]
+Writer = Callable[[str, tuple[object, ...]], None]
+
+
+@pytest.fixture
+def raw_writer() -> Iterator[Callable[[Store], Writer]]:
+    """Run SQL on a store directly, as a process of an earlier release would write; the
+    connections are closed after the test."""
+    opened: list[sqlite3.Connection | psycopg.Connection[tuple[object, ...]]] = []
+
+    def open_on(store: Store) -> Writer:
+        if store.kind == "sqlite":
+            con = sqlite3.connect(store.url, isolation_level=None)
+            opened.append(con)
+            return lambda sql, params=(): con.execute(sql, params) and None
+        pg = psycopg.connect(store.url, autocommit=True)
+        opened.append(pg)
+        return lambda sql, params=(): pg.execute(sql.replace("?", "%s"), params) and None  # type: ignore[arg-type]
+
+    yield open_on
+    for connection in opened:
+        connection.close()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_a_writer_that_knows_nothing_of_the_counts_keeps_them_right(
-    store_factory: Callable[[str], Store], clock: FakeClock, kind: str
+    store_factory: Callable[[str], Store],
+    clock: FakeClock,
+    kind: str,
+    raw_writer: Callable[[Store], Writer],
 ) -> None:
     """A gateway worker of an earlier release, still running on a store another has upgraded,
     writes charges as it always did; the database's triggers count them all the same."""
@@ -165,7 +182,9 @@ def test_a_writer_that_knows_nothing_of_the_counts_keeps_them_right(
         run("UPDATE dalenius_spent SET releases = releases - 5 WHERE principal = 'ann'", ())
 
 
-def test_recount_rebuilds_counts_that_were_damaged(store: Store, clock: FakeClock) -> None:
+def test_recount_rebuilds_counts_that_were_damaged(
+    store: Store, clock: FakeClock, raw_writer: Callable[[Store], Writer]
+) -> None:
     ledger = store.open(clock)
     ledger.set_dataset(DATASET, total_cap=PureDP(Fraction(100)))
     for who in ANALYSTS:

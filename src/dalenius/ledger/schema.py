@@ -8,8 +8,8 @@ even a store shared by several gateway processes cannot charge one retried reque
 
 Version 2 added the data gate's states (``charged``, ``failed``), a dataset's ``fail_closed``
 setting and a budget's ``exhausted_at``. Version 3 added ``dalenius_spent``, the running count of
-the charges that hold budget, which every write keeps in step with the charges (a store of an
-earlier version, written by code that does not, is refused by that code once upgraded).
+the charges that hold budget, kept by the database's triggers (:func:`count_triggers`) for every
+writer, including a process of an earlier release still running on the upgraded store.
 :func:`migrations` upgrades a version-1 or version-2 store in place.
 """
 
@@ -310,8 +310,8 @@ def statements(dialect: Dialect) -> list[str]:
         )""",
         # How many charges that hold budget each analyst has of each loss on each dataset, and
         # (principal DATASET_TOTAL) the dataset's releases for its total cap: what a reserve
-        # composes, read in a few rows however long the history. Kept in step by every write
-        # that adds a charge, returns one or converts them, in the same transaction.
+        # composes, read in a few rows however long the history. Kept in step with every write
+        # by the triggers of count_triggers(), in the writer's own transaction.
         """CREATE TABLE IF NOT EXISTS dalenius_spent (
             dataset TEXT NOT NULL,
             principal TEXT NOT NULL,

@@ -925,16 +925,16 @@ class SqlLedger(Ledger):
         with self._lock, self._transaction(write=True) as tx:
             now = self._now()
             self._hold_counts(tx)
-            wrong = _count_problems(tx)
-            datasets = sorted({difference[0] for difference in _count_differences(tx)})
+            differences = _count_differences(tx)
             for statement in spent_rebuild():
                 tx.run(statement)
-            for dataset in datasets:
+            for dataset in sorted({difference[0] for difference in differences}):
+                mine = [d for d in differences if d[0] == dataset]
                 detail = "running counts of what was spent recounted from the charges: " + (
-                    "; ".join(p for p in wrong if f" on {dataset!r} " in p)
+                    "; ".join(_count_problems(mine))
                 )
                 self._audit(tx, now, _Subject("", dataset), (DATASET_SET, detail))
-        return wrong
+        return _count_problems(differences)
 
     def _hold_counts(self, tx: Tx) -> None:
         """Keep other writers off the counts until this transaction ends (SQLite's write
@@ -1066,7 +1066,7 @@ def _invariant_problems(tx: Tx) -> list[str]:
             problems.append(f"entry {ident} has unknown status {status!r}")
         if status in (CHARGED, FAILED) and ident not in gated:
             problems.append(f"entry {ident} is {status} but has no data-gate audit line")
-    problems.extend(_count_problems(tx))
+    problems.extend(_count_problems(_count_differences(tx)))
     return problems
 
 
@@ -1092,10 +1092,10 @@ def _count_differences(tx: Tx) -> list[tuple[str, str, str, int, int]]:
     ]
 
 
-def _count_problems(tx: Tx) -> list[str]:
-    """The differences of :func:`_count_differences`, in words."""
+def _count_problems(differences: list[tuple[str, str, str, int, int]]) -> list[str]:
+    """Differences found by :func:`_count_differences`, in words."""
     problems = []
-    for dataset, principal, charged, has, should in _count_differences(tx):
+    for dataset, principal, charged, has, should in differences:
         whose = f"analyst {principal!r}" if principal else "the dataset's total"
         problems.append(
             f"running count of {charged} charges of {whose} on {dataset!r} is {has}, but the "
