@@ -60,10 +60,11 @@ from dalenius.core.deadlines import write_deadlines
 from dalenius.core.errors import DeadlineError
 from dalenius.core.loss import PureDP
 from dalenius.engine.calibrate import calibrate
-from dalenius.engine.session import Prepared, Session
+from dalenius.engine.session import Session
 from dalenius.engine.timing import plan_class
 from dalenius.executors.duckdb import CONSTANT_TIME_DISABLED_OPTIMIZERS, DuckDBExecutor
 from dalenius.ledger import open_ledger
+from dalenius.plan.protocol import ReleasePlan
 
 BINS = 20
 EVENT_BINS = 40
@@ -309,8 +310,8 @@ class FreshSession(Session):
         super().__init__(*args, **kwargs)
         self._fresh = itertools.count()
 
-    def _request_key(self, prepared: Prepared) -> str:
-        return f"{super()._request_key(prepared)}:{next(self._fresh)}"
+    def _request_key(self, plan: ReleasePlan[Any]) -> str:
+        return f"{super()._request_key(plan)}:{next(self._fresh)}"
 
 
 class DelayedExecutor(DuckDBExecutor):

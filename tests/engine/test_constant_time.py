@@ -72,6 +72,10 @@ def with_deadlines(catalog: Catalog, **millis: float) -> None:
     write_deadlines(Deadlines(dict(millis), fingerprint), catalog.deadlines_path)
 
 
+PRODUCTS = ("hierarchy", "density", "synthetic")
+"""The release products' classes calibrated for a table with one keyed and one bounded column."""
+
+
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The instants releases waited for (instead of waiting)."""
@@ -267,7 +271,10 @@ def test_a_miss_gives_the_fixed_deadline_outcome_charged_and_audited(
 
 def test_class_queries_cover_scan_group_by_and_quantile(tmp_path: Path) -> None:
     catalog = load_catalog(write_catalog(tmp_path))
-    assert [q.plan_class for q in class_queries(catalog)] == ["scan", "group_by", "quantile"]
+    assert [q.plan_class for q in class_queries(catalog)] == [
+        *("scan", "group_by", "quantile"),
+        *PRODUCTS,  # one keyed column: no flows
+    ]
 
 
 @pytest.mark.slow
@@ -278,7 +285,7 @@ def test_calibrate_writes_deadlines_the_session_then_uses(
     code = main(["calibrate", str(path), "--runs", "3", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["deadlines_ms"]) == {"scan", "group_by", "quantile"}
+    assert set(out["deadlines_ms"]) == {"scan", "group_by", "quantile", *PRODUCTS}
     catalog = load_catalog(path)
     deadlines = load_deadlines(catalog.deadlines_path)  # type: ignore[arg-type]
     assert deadlines is not None and deadlines.runs == 3 and deadlines.margin == 2.0
@@ -301,10 +308,11 @@ def test_class_queries_include_a_join_of_two_private_tables_on_the_unit(tmp_path
     text = path.read_text() + "\n[tables.u]\n" + _second_table()
     catalog = parse_catalog(text, base_dir=tmp_path)
     queries = {q.plan_class: q for q in class_queries(catalog)}
-    assert set(queries) == {"scan", "group_by", "quantile", "join"}
+    assert set(queries) == {"scan", "group_by", "quantile", "join", *PRODUCTS}
     session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
     for name, query in queries.items():
-        assert plan_class(session.prepare(query.sql, 1, query.delta).plan) == name
+        if query.release is None:
+            assert plan_class(session.prepare(query.sql, 1, query.delta).plan) == name
 
 
 def _second_table() -> str:

@@ -29,7 +29,7 @@ from dalenius.core.errors import (
     QueryError,
 )
 from dalenius.core.loss import PureDP
-from dalenius.engine import session as session_module
+from dalenius.engine import query_release as query_module
 from dalenius.engine.session import Session
 from dalenius.executors.base import Row
 from dalenius.executors.duckdb import DuckDBExecutor
@@ -370,7 +370,7 @@ def test_every_failure_after_the_gate_is_charged_and_the_same(
         executor.fail_with = TimeoutError(secret)
     elif stage in {"exact_values", "noise", "post_process"}:
         target = {"noise": "add_noise"}.get(stage, stage)
-        monkeypatch.setattr(session_module, target, _raiser(OverflowError(secret)))
+        monkeypatch.setattr(query_module, target, _raiser(OverflowError(secret)))
     else:
         monkeypatch.setattr(session.ledger, "commit", _raiser(sqlite3.OperationalError(secret)))
     with pytest.raises(EvaluationFailed) as caught:

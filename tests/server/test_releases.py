@@ -157,3 +157,32 @@ def test_synthetic_rows_are_released_through_the_gateway_and_fetched_again(
         )
     finally:
         gateway.close()
+
+
+def test_the_floor_refuses_every_release_below_it_at_no_cost(site: Site) -> None:
+    root = Caller(name="root", role=CURATOR, token_id="")
+    site.gateway.set_min_epsilon(root, "census", "0.5")
+    requests = {
+        "hierarchy": {"table": "people", "levels": ["sex"], "epsilon": "0.25"},
+        "onthemap": {
+            "table": "people",
+            "origin": "sex",
+            "destination": "education",
+            "epsilon": "0.25",
+            "per_destination": 5,
+        },
+        "query": {"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.25},
+    }
+    for path, body in requests.items():
+        answer = site.client.post(
+            f"/v1/datasets/census/{path}", json=body, headers=site.as_(site.analyst)
+        )
+        assert answer.status_code == 400, (path, answer.text)
+        assert "floor of 0.5" in answer.text, path
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1))
+    assert not site.gateway.ledger.entries()
+    body = {"table": "people", "levels": ["sex"], "epsilon": "0.5"}
+    answer = site.client.post(
+        "/v1/datasets/census/hierarchy", json=body, headers=site.as_(site.analyst)
+    )
+    assert answer.status_code == 200, answer.text

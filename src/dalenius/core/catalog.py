@@ -68,7 +68,7 @@ ENGINE_SOURCES = {
 """Which source kinds each engine reads: one engine runs every query of a dataset, so all of its
 tables must be readable by that engine."""
 
-DATASET_KEYS = ("name", "description", "engine", "constant_time", "deadlines")
+DATASET_KEYS = ("name", "description", "engine", "constant_time", "deadlines", "min_epsilon")
 TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description", "max_row_count")
 COLUMN_KEYS = ("type", "bounds", "keys", "nullable", "description")
 UNIT_KEYS = ("column", "max_rows", "max_groups")
@@ -163,6 +163,8 @@ class Catalog:
     """Whether every release leaves at a deadline fixed from public facts (docs/constant-time.md)."""
     deadlines_path: Path | None = None
     """The sidecar file holding the calibrated deadlines (``dalenius calibrate`` writes it)."""
+    min_epsilon: Fraction | None = None
+    """The custodian's ε floor per release (every front end refuses a smaller ε, for free)."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def table(self, name: str) -> Table | None:
@@ -299,7 +301,7 @@ class _Validator:
         if unknown:
             raise self.error(
                 f"unknown key(s) {sorted(unknown)} in [dataset].",
-                fix="use name, description, engine, constant_time and deadlines.",
+                fix="use name, description, engine, constant_time, deadlines and min_epsilon.",
             )
         engine = dataset.get("engine")
         if engine is not None and engine not in ENGINES:
@@ -332,7 +334,20 @@ class _Validator:
             engine=engine_name,
             constant_time=constant_time,
             deadlines_path=self.deadlines_path(dataset, constant_time),
+            min_epsilon=self.min_epsilon(dataset),
         )
+
+    def min_epsilon(self, dataset: dict[str, Any]) -> Fraction | None:
+        """The ``min_epsilon`` floor: a positive number, or absent."""
+        value = dataset.get("min_epsilon")
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1000:
+            raise self.error(
+                f"[dataset] min_epsilon must be a positive number up to 1000, got {value!r}.",
+                fix="write min_epsilon = 0.01, for example, or leave it out for no floor.",
+            )
+        return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
     def constant_time(self, dataset: dict[str, Any], engine: str, tables: list[Table]) -> bool:
         """The ``constant_time`` setting, checked against what the mode needs."""

@@ -41,9 +41,19 @@ from dalenius.core.errors import CatalogError, ConfigurationError
 if TYPE_CHECKING:
     from dalenius.core.catalog import Catalog
 
-PLAN_CLASSES = ("scan", "group_by", "join", "quantile")
-"""Plan classes, cheapest first: a query belongs to the most expensive class whose feature it
-uses (a quantile, then a join, then a GROUP BY; otherwise it is a scan)."""
+PLAN_CLASSES = (
+    "scan",
+    "group_by",
+    "join",
+    "quantile",
+    "density",
+    "hierarchy",
+    "synthetic",
+    "onthemap",
+)
+"""Plan classes: a query belongs to the most expensive class whose feature it uses (a quantile,
+then a join, then a GROUP BY; otherwise it is a scan); each release product is a class of its own.
+"""
 
 SIDECAR_SECTIONS = ("calibration", "deadlines_ms", "measured_ms")
 

@@ -24,9 +24,10 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -36,11 +37,11 @@ from dalenius.core.deadlines import Deadlines, public_fingerprint
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import ApproxDP
 from dalenius.core.unit import IdUnit
-from dalenius.engine.session import Prepared, Session
+from dalenius.engine.session import Session
 from dalenius.engine.timing import Deadline
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
-from dalenius.plan.nodes import DPQuery
+from dalenius.plan.protocol import ReleasePlan
 
 VARIANTS = ("one person", "all distinct")
 HEAVY_SHARE = 0.9
@@ -55,11 +56,20 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass(frozen=True)
 class ClassQuery:
-    """The query calibrating one plan class, and the δ it needs (unkeyed GROUP BY)."""
+    """The query calibrating one plan class, and the δ it needs (unkeyed GROUP BY); for a
+    release product's class, ``release`` asks for the product instead (``sql`` describes it).
+    """
 
     plan_class: str
     sql: str
     delta: float | None = None
+    release: Callable[[Session], object] | None = field(default=None, compare=False)
+
+    def run(self, session: Session) -> object:
+        """Ask for this class's release once."""
+        if self.release is not None:
+            return self.release(session)
+        return session.query(self.sql, 1.0, delta=self.delta)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,60 @@ def class_queries(catalog: Catalog) -> list[ClassQuery]:
     join = _join_query(catalog, table)
     if join is not None:
         out.append(ClassQuery("join", join))
+    return out + product_queries(table, [c.name for c in keyed], bounded)
+
+
+def product_queries(
+    table: Table, keyed: Sequence[str], bounded: Sequence[Column]
+) -> list[ClassQuery]:
+    """One demanding request per release product the table allows (each its own plan class):
+    a hierarchy over its first two keyed columns, flows between them, a density of its first
+    bounded column, synthetic rows of its keyed and bounded columns.
+    """
+    name = table.name
+    out: list[ClassQuery] = []
+    if keyed:
+        levels = list(keyed[:2])
+        out.append(
+            ClassQuery(
+                "hierarchy",
+                f"HIERARCHY({' > '.join(levels)}) FROM {name}",
+                release=lambda s: s.hierarchy(name, levels, epsilon=1),
+            )
+        )
+    if len(keyed) >= 2:
+        origin, destination = keyed[0], keyed[1]
+        out.append(
+            ClassQuery(
+                "onthemap",
+                f"ONTHEMAP({origin} -> {destination}) FROM {name}",
+                release=lambda s: s.onthemap(
+                    name, origin=origin, destination=destination, epsilon=8, per_destination=10
+                ),
+            )
+        )
+    if bounded:
+        column = bounded[0]
+        low, high = column.bounds if column.bounds is not None else (0, 1)
+        bandwidth = max(float(high - low) / 20, 1e-6)
+        out.append(
+            ClassQuery(
+                "density",
+                f"DENSITY({column.name}) FROM {name}",
+                release=lambda s: s.density(
+                    name, column.name, bandwidth=bandwidth, epsilon=1, delta=1e-6
+                ),
+            )
+        )
+    columns = [*keyed[:3], *(c.name for c in bounded[:2])]
+    if columns:
+        out.append(
+            ClassQuery(
+                "synthetic",
+                f"SYNTHETIC({', '.join(columns)}) FROM {name}",
+                release=lambda s: s.synthesize(name, columns, epsilon=1, delta=1e-6),
+            )
+        )
     return out
 
 
@@ -226,12 +290,12 @@ class _TimedSession(Session):
         self.started = 0.0
         self._fresh = itertools.count()
 
-    def _deadline(self, plan: DPQuery, start: float) -> Deadline | None:
-        self.started = start
+    def _deadline(self, kind: str, arrival: float) -> Deadline | None:
+        self.started = arrival
         return None
 
-    def _request_key(self, prepared: Prepared) -> str:
-        return f"{super()._request_key(prepared)}:{next(self._fresh)}"
+    def _request_key(self, plan: ReleasePlan[Any]) -> str:
+        return f"{super()._request_key(plan)}:{next(self._fresh)}"
 
 
 def measure(
@@ -274,7 +338,7 @@ def _series(
     millis = []
     label = f"{query.plan_class} on {variant}"
     for i in range(WARMUP + runs):
-        session.query(query.sql, 1.0, delta=query.delta)
+        query.run(session)
         if i >= WARMUP:
             millis.append((time.monotonic() - session.started) * 1000.0)
         if progress is not None:

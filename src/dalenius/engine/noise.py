@@ -13,9 +13,10 @@ Everything a privacy reviewer must check about a query's release is in this modu
    proportionally more (``ε · Δ_true / Δ_calibrated``); the selections' ε and the partition
    selection's δ are added (basic composition), and the selection threshold is re-derived (for
    weighted Gaussian selection: its whole calibration, from the plan's ε share, δ and caps).
-3. :func:`check_reserved` refuses — as a defect, before the data gate — a plan whose audited loss
-   exceeds what the ledger reserved for it. The session then returns the reservation (nothing is
-   spent, nothing released) and the ledger keeps the audit line.
+3. the audited loss is the query's privacy map (:class:`~dalenius.engine.query_release.
+   QueryRelease`): the session's one spending sequence refuses — as a defect, before anything is
+   reserved — a plan whose audited loss exceeds what it would reserve, and the ledger keeps the
+   audit line (:meth:`~dalenius.engine.session.Session.spend`).
 4. :func:`add_noise` is the only function that reads exact values: it adds the noise, applies
    the private partition selection and runs the quantile selections. Its result — noisy integers,
    released group keys and chosen bins — is what the ledger records.
@@ -37,8 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.catalog import Key
-from dalenius.core.errors import InternalError
-from dalenius.core.loss import ApproxDP, Loss, PureDP
+from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import (
@@ -49,6 +49,7 @@ from dalenius.mechanisms.partition_selection import (
 from dalenius.mechanisms.weighted_selection import WeightedCalibration, select_weighted
 from dalenius.plan.nodes import VECTOR_KINDS, DPQuery, Measurement, Statistic
 from dalenius.plan.noise import mechanism_for
+from dalenius.plan.protocol import LossDefect
 from dalenius.plan.selection import weighted_calibration
 
 GroupKeyTuple = tuple[Key | None, ...]
@@ -83,12 +84,6 @@ class Noisy:
             values={k: [int(x) for x in v] for k, v in doc["values"].items()},
             bins={k: [int(x) for x in v] for k, v in doc.get("bins", {}).items()},
         )
-
-
-class LossDefect(InternalError):
-    """The loss recomputed from the mechanisms exceeds what the plan reserved: a planner bug."""
-
-    code = "loss_defect"
 
 
 @dataclass(frozen=True)
@@ -268,33 +263,13 @@ def _calibration(
     )
 
 
-def check_reserved(plan: DPQuery, mechanisms: Mechanisms, reserved: Loss) -> PureDP | ApproxDP:
-    """Refuse, as a defect, a release whose audited loss exceeds ``reserved``; return the loss."""
-    actual = audited_loss(plan, mechanisms)
-    if not _within(actual, reserved):
-        raise LossDefect(
-            f"the loss recomputed from the mechanisms ({actual}) exceeds the loss reserved "
-            f"({reserved}); nothing was released."
-        )
-    return actual
-
-
-def _within(actual: PureDP | ApproxDP, reserved: Loss) -> bool:
-    delta = actual.delta if isinstance(actual, ApproxDP) else Fraction(0)
-    if isinstance(reserved, PureDP):
-        return delta == 0 and actual.epsilon <= reserved.epsilon
-    if isinstance(reserved, ApproxDP):
-        return actual.epsilon <= reserved.epsilon and delta <= reserved.delta
-    return False  # a query reserves pure or approximate DP; anything else is a defect
-
-
 # -- drawing the noise --------------------------------------------------------------------------
 
 
 def add_noise(plan: DPQuery, exact: Exact, mechanisms: Mechanisms | None = None) -> Noisy:
     """Draw all noise and make all private selections (the only step that reads exact values).
 
-    ``mechanisms`` are those :func:`check_reserved` audited (built here when not given).
+    ``mechanisms`` are those the session audited (built here when not given).
     """
     mechs = mechanisms if mechanisms is not None else build_mechanisms(plan)
     noisy_all: dict[str, list[int]] = {}

@@ -282,6 +282,14 @@ class ReleaseResult(Generic[R]):
         """The release as a table (see each release's ``to_pandas``)."""
         return self.release.to_pandas()
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document the CLI and the HTTP API return: the release's own JSON (its
+        ``to_json``, or its table's records) and the accounting.
+        """
+        to_json = getattr(self.release, "to_json", None)
+        body = to_json() if callable(to_json) else {"rows": self.to_pandas().to_dict("records")}
+        return {**body, **self.accounting()}
+
 
 @dataclass(frozen=True)
 class DensityResult(ReleaseResult[DensityRelease]):

@@ -1,12 +1,16 @@
 """A session: one analyst, one catalog, one ledger — SQL in, budgeted private answers out.
 
+Everything a session releases — a query, each query of a batch, every release product — is a
+:class:`~dalenius.plan.protocol.ReleasePlan` run through one sequence, :meth:`Session._spend`:
+validate → audit the loss → policy → deadline → reserve → gate → measure → commit → publish.
 The flow of :meth:`Session.query`, in order:
 
 1. parse and validate the SQL against the catalog (refusals cost nothing; an audit line is kept);
 2. compile the DP plan: measurements, sensitivities, the ε split — the loss is now known;
-3. recompute the loss bottom-up from the mechanisms the release will use
-   (:func:`dalenius.engine.noise.check_reserved`): a plan that would spend more than it asks to
-   reserve is a defect, refused with an audit line before anything is reserved;
+3. recompute the loss bottom-up from the mechanisms the release will use (the plan's privacy
+   map): a plan that would spend more than it asks to reserve is a defect, refused with an audit
+   line before anything is reserved; then the dataset's policy (ε floor, largest loss, running
+   releases, :mod:`dalenius.engine.policy`) and, in constant-time mode, the deadline;
 4. reserve the loss and pass the data gate (:mod:`dalenius.engine.gate`) in one durable ledger
    transaction (``reserve(request, charge=True)``): refused if any budget would be exceeded (an
    identical earlier request is answered from the ledger's record at no cost); otherwise the
@@ -28,12 +32,13 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from dalenius.core.catalog import Catalog, Table, load_catalog
 from dalenius.core.deadlines import current_deadlines
@@ -51,36 +56,23 @@ from dalenius.core.errors import (
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.core.rng import system_random
 from dalenius.engine import collector
-from dalenius.engine.gate import DataGate, GatedEngine
-from dalenius.engine.noise import (
-    LossDefect,
-    Mechanisms,
-    Noisy,
-    add_noise,
-    build_mechanisms,
-    check_reserved,
-)
+from dalenius.engine.gate import DataGate
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate, learn
-from dalenius.engine.release import exact_values, post_process
-from dalenius.engine.releases import (
-    audit_refusal,
-    fetch_release,
-    run_density,
-    run_hierarchy,
-    run_onthemap,
-    run_synthetic,
-)
+from dalenius.engine.policy import BusyRefusal, Policy
+from dalenius.engine.query_release import QueryRelease
 from dalenius.engine.result import (
     DensityResult,
     HierarchyResult,
     OnTheMapResult,
+    ReleaseResult,
     Result,
     SyntheticResult,
 )
-from dalenius.engine.timing import Deadline, DeadlineMissed, plan_class
+from dalenius.engine.timing import Deadline, DeadlineMissed
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
 from dalenius.ledger import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
+from dalenius.ledger.base import CACHED, COMMITTED, LedgerEntry
 from dalenius.plan.accuracy import (
     Allocation,
     BatchPlan,
@@ -92,11 +84,19 @@ from dalenius.plan.accuracy import (
 from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Query
+from dalenius.plan.protocol import (
+    PRODUCTS,
+    Fetch,
+    LossDefect,
+    Measure,
+    ReleasePlan,
+    within,
+)
 from dalenius.plan.rewrite import Context, rewrite, unmeasured
-from dalenius.releases.density import DensityRelease, DensityRequest, plan_density
-from dalenius.releases.hierarchy import HierarchyRelease, HierarchyRequest, plan_hierarchy
-from dalenius.releases.onthemap import OnTheMapRequest, plan_onthemap
-from dalenius.releases.synthetic import SyntheticRelease, SynthRequest, plan_synthetic
+from dalenius.releases.density import DensityPlan, DensityRequest, plan_density
+from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
+from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRequest, plan_onthemap
+from dalenius.releases.synthetic import SynthPlan, SynthRequest, plan_synthetic
 from dalenius.sql.to_plan import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 from dalenius.sql.validate import located
@@ -105,7 +105,16 @@ T = TypeVar("T")
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_ANALYST = "analyst"
-ANSWER_FORMAT = 2
+QUERY_CLASSES = ("scan", "group_by", "join", "quantile")
+"""The plan classes of SQL queries (products have a class each)."""
+
+RESULTS: dict[str, type[ReleaseResult[Any]]] = {
+    "density": DensityResult,
+    "hierarchy": HierarchyResult,
+    "synthetic": SyntheticResult,
+    "onthemap": OnTheMapResult,
+}
+"""The result class of each product kind (others get :class:`ReleaseResult`)."""
 MAX_JOIN_MULTIPLICITY = 1000
 """A public table may repeat a join key at most this often (each repeat multiplies the noise)."""
 
@@ -135,6 +144,16 @@ class Prepared:
         return self.write()
 
 
+@dataclass(frozen=True)
+class Receipt:
+    """How a release was paid: what is left, whether it came from the record, its entry."""
+
+    remaining: Loss
+    cached: bool
+    entry_id: str
+    shared: bool = False
+
+
 class Session:
     """An analyst's connection to one catalog under a budget kept in a ledger.
 
@@ -150,8 +169,11 @@ class Session:
         executor: Executor,
         analyst: str = DEFAULT_ANALYST,
         confidence: float = DEFAULT_CONFIDENCE,
+        policy: Policy | None = None,
     ) -> None:
         self.catalog = catalog
+        self.policy = policy if policy is not None else Policy.of(catalog)
+        """The dataset's policy (ε floor, largest loss, running releases), checked per release."""
         self.ledger = ledger
         self.executor = executor
         self.analyst = analyst
@@ -190,6 +212,7 @@ class Session:
         conf = _confidence(confidence if confidence is not None else self.confidence)
         targets = parse_targets(target_error, target_relative, expected)
         prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+        self.policy.check(prepared.plan.loss)
         return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
 
     def plan(
@@ -211,7 +234,9 @@ class Session:
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         targets = parse_targets(target_error, target_relative, expected)
-        return self.prepare(sql, epsilon, delta, targets=targets, confidence=conf).plan
+        plan = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf).plan
+        self.policy.check(plan.loss)
+        return plan
 
     def query(
         self,
@@ -235,20 +260,29 @@ class Session:
 
         Raises:
             QueryError: the SQL cannot be answered (nothing spent).
+            PolicyRefusal: the loss is below the dataset's ε floor or too large (nothing spent).
             BudgetExceededError: the loss exceeds what remains (nothing spent).
             EvaluationFailed: the request failed after the data gate; the loss was charged. Its
                 text never changes; the engine's message is in the custodian's audit trail.
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         target = (target_error, target_relative, expected)
-        if not self.catalog.constant_time:
+        with self._arrival():
             return self._query(sql, epsilon, delta, conf, idempotency_key, target)
-        # From arrival, not only in the release window: where an automatic collection lands
-        # depends on what earlier answers allocated, so it would put their data into the
-        # planning time before the clock starts (engine/collector.py).
+
+    @contextmanager
+    def _arrival(self) -> Iterator[None]:
+        """From a request's arrival to its outcome: in constant-time mode, automatic garbage
+        collection is paused — from arrival, not only in the release window: where a collection
+        lands depends on what earlier answers allocated, so it would put their data into the
+        planning time before the clock starts (engine/collector.py).
+        """
+        if not self.catalog.constant_time:
+            yield
+            return
         collector.pause()
         try:
-            return self._query(sql, epsilon, delta, conf, idempotency_key, target)
+            yield
         finally:
             collector.resume()
 
@@ -261,66 +295,153 @@ class Session:
         idempotency_key: str | None,
         target: tuple[Any, Any, Any],
     ) -> Result:
-        """Plan ``sql`` (a refusal is audited and raised), then reserve and release it."""
+        """Plan ``sql`` (a refusal is audited and raised), then spend on it."""
         try:
             targets = parse_targets(*target)
             prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
             _write_now(prepared, sql)
-            # The release clock starts once the plan is ready: parsing and planning read only
-            # the query text and the catalog, and take as long as a new text needs.
-            deadline = self._deadline(prepared.plan, time.monotonic())
         except UserError as exc:
             self._audit(sql, "refused", exc)
             raise
-        return self._answer(sql, prepared, conf, idempotency_key, deadline)
+        # The release clock starts once the plan is ready: parsing and planning read only the
+        # query text and the catalog, and take as long as a new text needs.
+        plan = QueryRelease(prepared, sql)
+        answer, receipt = self._spend(plan, conf, idempotency_key, time.monotonic())
+        return Result.from_answer(
+            answer,
+            loss=plan.loss,
+            remaining=receipt.remaining,
+            confidence=conf,
+            cached=receipt.cached,
+            entry_id=receipt.entry_id,
+            shared=receipt.shared,
+            accuracy=_accuracy(prepared),
+        )
 
-    def _answer(
+    # -- the one spending sequence ------------------------------------------------------------
+
+    def spend(
         self,
-        sql: str,
-        prepared: Prepared,
-        conf: float,
-        idempotency_key: str | None,
-        deadline: Deadline | None,
-    ) -> Result:
-        """Reserve the plan's loss, then release (within ``deadline`` in constant-time mode)."""
-        plan = prepared.plan
-        request = ChargeRequest(
+        build: Callable[[Catalog], ReleasePlan[Any]],
+        *,
+        text: str,
+        confidence: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> ReleaseResult[Any]:
+        """Release what ``build`` plans, through the one spending sequence; the general form of
+        :meth:`density`, :meth:`hierarchy`, :meth:`synthesize` and :meth:`onthemap`.
+
+        ``build`` receives the catalog and returns a :class:`~dalenius.plan.protocol.ReleasePlan`
+        (reading no data); a refusal it raises is audited under ``text`` and costs nothing.
+        The plan's loss is then audited, checked against the policy, reserved (an identical
+        earlier request is answered from the ledger at no cost), and the release runs behind the
+        data gate, at its deadline in constant-time mode. See ``docs/architecture.md``.
+        """
+        conf = _confidence(confidence if confidence is not None else self.confidence)
+        with self._arrival():
+            try:
+                plan = build(self.catalog)
+            except UserError as exc:
+                self._audit(text, "refused", exc)
+                raise
+            value, receipt = self._spend(plan, conf, idempotency_key, time.monotonic())
+            kind = RESULTS.get(plan.kind, ReleaseResult)
+            return kind(
+                release=value,
+                loss=plan.loss,
+                remaining=receipt.remaining,
+                cached=receipt.cached,
+                entry_id=receipt.entry_id,
+            )
+
+    def _spend(
+        self, plan: ReleasePlan[Any], conf: float, idempotency_key: str | None, ready: float
+    ) -> tuple[Any, Receipt]:
+        """Validate → audit the loss → policy → deadline → reserve → gate → measure → commit →
+        publish, for any release plan.
+
+        Everything before the reserve reads only the request, the catalog, the ledger and public
+        tables, and a refusal there costs nothing and leaves an audit line; from the gate on
+        every outcome is charged. ``ready`` is when the plan was ready (the release clock's start
+        in constant-time mode).
+        """
+        request = self._charge_request(plan, idempotency_key)
+        self._audited(request, plan)
+        try:
+            self.policy.check(plan.loss)
+            measure = plan.prepare(self.executor.dialect, _salt())
+            deadline = self._deadline(plan.plan_class, ready)
+        except UserError as exc:
+            self._audit(plan.text, "refused", exc)
+            raise
+        try:
+            with self.policy.running(self.analyst, self.dataset):
+                return self._reserve(request, plan, measure, deadline, conf)
+        except BusyRefusal as exc:  # only taking the slot raises it: before the reserve
+            self._audit(plan.text, "refused", exc)
+            raise
+
+    def _charge_request(self, plan: ReleasePlan[Any], idempotency_key: str | None) -> ChargeRequest:
+        """What the ledger reserves for ``plan``: its loss, keyed by plan and data version."""
+        return ChargeRequest(
             principal=self.analyst,
             dataset=self.dataset,
             loss=plan.loss,
-            request_key=self._request_key(prepared),
-            sql=sql,
+            request_key=self._request_key(plan),
+            sql=plan.text,
             plan_hash=plan.fingerprint(),
             idempotency_key=idempotency_key,
         )
-        mechanisms = self._audited(request, plan)
-        # reserve() writes the audit lines itself, also when it refuses for lack of budget. With
-        # charge=True the reservation passes the data gate in the same synced transaction: the
-        # only refusals left (budget, idempotency) are decided inside it.
+
+    def _reserve(
+        self,
+        request: ChargeRequest,
+        plan: ReleasePlan[Any],
+        measure: Measure[Any],
+        deadline: Deadline | None,
+        conf: float,
+    ) -> tuple[Any, Receipt]:
+        """Reserve the loss, then release (within ``deadline`` in constant-time mode).
+
+        reserve() writes the audit lines itself, also when it refuses for lack of budget. With
+        charge=True the reservation passes the data gate in the same synced transaction: the
+        only refusals left (budget, idempotency) are decided inside it.
+        """
         outcome = self.ledger.reserve(request, charge=True)
         if isinstance(outcome, CachedAnswer):
+            value = plan.publish(plan.decode(outcome.answer), conf)
             shared = outcome.shared_from is not None
-            return self._result(prepared, _decode(outcome.answer), conf, outcome.entry_id, shared)
+            return value, Receipt(self.remaining(), True, outcome.entry_id, shared)
         reservation = outcome
+
+        def release(claim: Callable[[], bool]) -> tuple[Any, Receipt]:
+            return self._release(reservation, plan, measure, conf, claim)
+
         if deadline is None:
-            return self._release(reservation, prepared, mechanisms, conf, lambda: True)
+            return release(lambda: True)
         try:
             return deadline.run(
-                lambda claim: self._release(reservation, prepared, mechanisms, conf, claim),
+                release,
                 on_miss=lambda: self._missed(reservation, deadline),
                 interrupt=self.executor.interrupt,
             )
         except DeadlineMissed:
             raise DeadlineError() from None
 
-    def _audited(self, request: ChargeRequest, plan: DPQuery) -> Mechanisms:
-        """The mechanisms of the release, once their loss, recomputed bottom-up, fits what the
-        request will reserve; otherwise the defect is audited and raised, and nothing is
+    def _audited(self, request: ChargeRequest, plan: ReleasePlan[Any]) -> None:
+        """Refuse, as a defect, a plan whose privacy map exceeds the loss it would reserve.
+
+        The map recomputes the loss from the mechanisms the release will draw with, each at the
+        sensitivity the catalog requires; a defect is audited and alerted, and nothing is
         reserved. Decided before the ledger is asked, from the plan alone.
         """
         try:
-            mechanisms = build_mechanisms(plan)
-            check_reserved(plan, mechanisms, request.loss)
+            actual = plan.privacy_map()
+            if not within(actual, request.loss):
+                raise LossDefect(
+                    f"the loss recomputed from the mechanisms ({actual}) exceeds the loss "
+                    f"reserved ({request.loss}); nothing was released."
+                )
         except LossDefect as exc:
             self.ledger.record(
                 principal=request.principal,
@@ -333,77 +454,54 @@ class Session:
             )
             _alerts.error("dataset %r: %s", self.dataset, exc)
             raise
-        return mechanisms
 
     def _release(
         self,
         reservation: Reservation,
-        prepared: Prepared,
-        mechanisms: Mechanisms,
+        plan: ReleasePlan[Any],
+        measure: Measure[Any],
         conf: float,
         claim: Callable[[], bool],
-    ) -> Result:
-        """Everything after the reservation: the data gate, engine, noise, commit, post-processing.
+    ) -> tuple[Any, Receipt]:
+        """Everything after the reservation: the data gate, measure, commit, publish.
 
         ``claim`` (constant-time mode) says whether the outcome may still be made durable; once
         the deadline was declared missed, the miss path has recorded the outcome.
         """
-        plan = prepared.plan
         try:
             with self.gate.passage(reservation) as engine:
-                noisy = self._evaluate(engine, prepared, mechanisms)
+                for table in plan.tables:
+                    engine.prepare(table)
+                measured = measure(engine.fetch)
                 if not claim():
-                    raise DeadlineMissed(plan_class(plan))
-                entry_id = self.ledger.commit(reservation, _encode(noisy))
-                return self._result(prepared, noisy, conf, entry_id, left=reservation.remaining)
+                    raise DeadlineMissed(plan.plan_class)
+                entry_id = self.ledger.commit(reservation, measured.record)
+                value = plan.publish(measured.value, conf)
+                left = reservation.remaining
+                return value, Receipt(
+                    left if left is not None else self.remaining(), False, entry_id
+                )
         finally:
             if self.catalog.constant_time:
                 # Inside the release window, whatever the outcome: see engine/collector.py.
                 collector.sweep()
 
-    def _result(
-        self,
-        prepared: Prepared,
-        noisy: Noisy,
-        conf: float,
-        entry_id: str,
-        shared: bool | None = None,
-        *,
-        left: Loss | None = None,
-    ) -> Result:
-        """The analyst's result from the released values (post-processing, free).
-
-        ``shared`` is given for an answer from the ledger's record (``cached``): whether another
-        analyst's release was shared. ``left`` is the remaining budget the reservation's
-        transaction saw with this charge counted (read from the ledger when not given).
-        """
-        return Result.from_answer(
-            post_process(prepared.plan, noisy, conf),
-            loss=prepared.plan.loss,
-            remaining=self.remaining() if left is None else left,
-            confidence=conf,
-            cached=shared is not None,
-            entry_id=entry_id,
-            shared=bool(shared),
-            accuracy=_accuracy(prepared),
-        )
-
-    def _deadline(self, plan: DPQuery, arrival: float) -> Deadline | None:
-        """The release deadline of ``plan`` in constant-time mode (``None`` otherwise).
+    def _deadline(self, kind: str, arrival: float) -> Deadline | None:
+        """The release deadline of plan class ``kind`` in constant-time mode (``None`` otherwise).
 
         Decided before the data gate from the catalog and the plan only.
         """
         if not self.catalog.constant_time:
             return None
         deadlines = current_deadlines(self.catalog, self.executor.engine_version)
-        kind = plan_class(plan)
         seconds = deadlines.seconds(kind)
         if seconds is None:
+            what = f"{kind} queries" if kind in QUERY_CLASSES else f"{kind} releases"
             raise ConfigurationError(
-                f"the dataset {self.dataset!r} has no calibrated deadline for {kind} queries.",
+                f"the dataset {self.dataset!r} has no calibrated deadline for {what}.",
                 why="in constant-time mode every answer leaves at a deadline fixed in advance.",
                 fix="the custodian runs `dalenius calibrate` on a catalog whose tables allow "
-                f"{kind} queries.",
+                f"{what}.",
             )
         return Deadline(arrival, seconds, kind)
 
@@ -417,6 +515,8 @@ class Session:
         # charge is made here, and the worker's own gate then refuses to call the engine.
         self.gate.close_with(reservation, detail, PostGateOutcome.DEADLINE)
         _alerts.warning("dataset %r: %s", self.dataset, detail)
+
+    # -- batches ------------------------------------------------------------------------------
 
     def plan_batch(
         self,
@@ -448,27 +548,43 @@ class Session:
                     fix="give each query target_error (or target_relative with expected).",
                 )
             plans.append((sql, self._reference(sql, delta), targets))
-        return allocate_batch(plans, conf, budget)
+        batch = allocate_batch(plans, conf, budget)
+        for allocated in batch.items:
+            self.policy.check(PureDP(allocated.allocation.epsilon))
+        return batch
 
     def query_batch(
         self, batch: BatchPlan, *, delta: Any = None, confidence: float | None = None
     ) -> list[Result]:
-        """Answer every query of a :meth:`plan_batch` with its share of ε (each charged as usual)."""
+        """Answer every query of a :meth:`plan_batch` with its share of ε (each charged as usual).
+
+        Every query is planned, its loss audited and checked against the policy before the
+        first is spent on, so a batch that would be refused part-way is refused whole, free.
+        """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         if batch.items and conf != batch.items[0].allocation.confidence:
             raise ConfigurationError(
                 "the batch was planned at another confidence.",
                 fix="plan and run the batch at the same confidence.",
             )
+        targets = [dict(item.targets.by_output) or item.targets.everywhere for item in batch.items]
+        for entry, target in zip(batch.items, targets, strict=True):
+            try:
+                parsed = parse_targets(target, None, None)
+                prepared = self.prepare(entry.sql, None, delta, targets=parsed, confidence=conf)
+                _write_now(prepared, entry.sql)
+                plan = QueryRelease(prepared, entry.sql)
+                self.policy.check(plan.loss)
+            except UserError as exc:
+                self._audit(entry.sql, "refused", exc)
+                raise
+            self._audited(self._charge_request(plan, None), plan)
         return [
-            self.query(
-                item.sql,
-                delta=delta,
-                confidence=conf,
-                target_error=dict(item.targets.by_output) or item.targets.everywhere,
-            )
-            for item in batch.items
+            self.query(entry.sql, delta=delta, confidence=conf, target_error=target)
+            for entry, target in zip(batch.items, targets, strict=True)
         ]
+
+    # -- release products ---------------------------------------------------------------------
 
     def density(
         self,
@@ -497,37 +613,27 @@ class Session:
             QueryError: the table, columns, filter or grid cannot be used (nothing spent).
             BudgetExceededError: the loss exceeds what remains (nothing spent).
         """
-        conf = _confidence(confidence if confidence is not None else self.confidence)
         cols = (columns,) if isinstance(columns, str) else tuple(columns)
-        request = DensityRequest(
-            table=table,
-            columns=cols,
-            bandwidth=bandwidth,
-            points=points,
-            grid=tuple(tuple(float(v) for v in axis) for axis in grid)
-            if grid is not None
-            else None,
-            where=where,
-        )
+
+        def build(catalog: Catalog) -> DensityPlan:
+            request = DensityRequest(
+                table=table,
+                columns=cols,
+                bandwidth=bandwidth,
+                points=points,
+                grid=tuple(tuple(float(v) for v in axis) for axis in grid)
+                if grid is not None
+                else None,
+                where=where,
+            )
+            eps, dlt, rh = _loss_arguments(epsilon, delta, rho)
+            return plan_density(catalog, request, epsilon=eps, delta=dlt, rho=rh)
+
         text = f"DENSITY({', '.join(cols)}) FROM {table}"
-        try:
-            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
-            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
-            rh = as_fraction(rho, "rho") if rho is not None else None
-            plan = plan_density(self.catalog, request, epsilon=eps, delta=dlt, rho=rh)
-        except UserError as exc:
-            audit_refusal(self, text, exc)
-            raise
-        release, cached, entry_id = run_density(
-            self, plan, confidence=conf, idempotency_key=idempotency_key
+        result = self.spend(
+            build, text=text, confidence=confidence, idempotency_key=idempotency_key
         )
-        return DensityResult(
-            release=release,
-            loss=plan.loss,
-            remaining=self.remaining(),
-            cached=cached,
-            entry_id=entry_id,
-        )
+        return cast(DensityResult, result)
 
     def hierarchy(
         self,
@@ -551,32 +657,22 @@ class Session:
         noise; ``epsilon`` and ``delta``, or ``rho``, discrete Gaussian. ``split`` weights the
         levels (root first). See ``docs/releases/hierarchy.md``.
         """
-        conf = _confidence(confidence if confidence is not None else self.confidence)
-        request = HierarchyRequest(
-            table=table,
-            levels=tuple(levels),
-            where=where,
-            split=tuple(float(w) for w in split) if split is not None else None,
-        )
+
+        def build(catalog: Catalog) -> HierarchyPlan:
+            request = HierarchyRequest(
+                table=table,
+                levels=tuple(levels),
+                where=where,
+                split=tuple(float(w) for w in split) if split is not None else None,
+            )
+            eps, dlt, rh = _loss_arguments(epsilon, delta, rho)
+            return plan_hierarchy(catalog, request, epsilon=eps, delta=dlt, rho=rh)
+
         text = f"HIERARCHY({' > '.join(levels)}) FROM {table}"
-        try:
-            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
-            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
-            rh = as_fraction(rho, "rho") if rho is not None else None
-            plan = plan_hierarchy(self.catalog, request, epsilon=eps, delta=dlt, rho=rh)
-        except UserError as exc:
-            audit_refusal(self, text, exc)
-            raise
-        release, cached, entry_id = run_hierarchy(
-            self, plan, confidence=conf, idempotency_key=idempotency_key
+        result = self.spend(
+            build, text=text, confidence=confidence, idempotency_key=idempotency_key
         )
-        return HierarchyResult(
-            release=release,
-            loss=plan.loss,
-            remaining=self.remaining(),
-            cached=cached,
-            entry_id=entry_id,
-        )
+        return cast(HierarchyResult, result)
 
     def synthesize(
         self,
@@ -596,30 +692,21 @@ class Session:
         ``rho``. The same request gives back the same rows at no cost. See
         ``docs/releases/synthetic.md``.
         """
-        request = SynthRequest(
-            table=table,
-            columns=tuple(columns) if columns is not None else None,
-            bins=bins,
-            rows=rows,
-            where=where,
-        )
+
+        def build(catalog: Catalog) -> SynthPlan:
+            request = SynthRequest(
+                table=table,
+                columns=tuple(columns) if columns is not None else None,
+                bins=bins,
+                rows=rows,
+                where=where,
+            )
+            eps, dlt, rh = _loss_arguments(epsilon, delta, rho)
+            return plan_synthetic(catalog, request, epsilon=eps, delta=dlt, rho=rh)
+
         text = f"SYNTHETIC({', '.join(columns or ['*'])}) FROM {table}"
-        try:
-            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
-            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
-            rh = as_fraction(rho, "rho") if rho is not None else None
-            plan = plan_synthetic(self.catalog, request, epsilon=eps, delta=dlt, rho=rh)
-        except UserError as exc:
-            audit_refusal(self, text, exc)
-            raise
-        release, cached, entry_id = run_synthetic(self, plan, idempotency_key=idempotency_key)
-        return SyntheticResult(
-            release=release,
-            loss=plan.loss,
-            remaining=self.remaining(),
-            cached=cached,
-            entry_id=entry_id,
-        )
+        result = self.spend(build, text=text, idempotency_key=idempotency_key)
+        return cast(SyntheticResult, result)
 
     def onthemap(
         self,
@@ -645,10 +732,9 @@ class Session:
         (the rows per destination follow), or both (checked). The same request gives back the
         same rows at no cost. See ``docs/releases/onthemap.md``.
         """
-        text = f"ONTHEMAP({origin} -> {destination}) FROM {table}"
-        try:
-            eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
-            dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
+
+        def build(catalog: Catalog) -> OnTheMapPlan:
+            eps, dlt, _ = _loss_arguments(epsilon, delta, None)
             request = OnTheMapRequest(
                 table=table,
                 origin=origin,
@@ -660,60 +746,95 @@ class Session:
                 else None,
                 where=where,
             )
-            plan = plan_onthemap(self.catalog, request, epsilon=eps, delta=dlt)
-        except UserError as exc:
-            audit_refusal(self, text, exc)
-            raise
-        release, cached, entry_id = run_onthemap(self, plan, idempotency_key=idempotency_key)
-        return OnTheMapResult(
-            release=release,
-            loss=plan.loss,
-            remaining=self.remaining(),
-            cached=cached,
-            entry_id=entry_id,
-        )
+            return plan_onthemap(catalog, request, epsilon=eps, delta=dlt)
 
-    def release(
-        self, entry_id: str, *, confidence: float | None = None
-    ) -> DensityResult | HierarchyResult | SyntheticResult | OnTheMapResult:
-        """A release this analyst already received (density, hierarchy or synthetic rows), again,
-        by its ledger entry id (``result.entry_id``, or the first 8 or more characters of it) —
-        the same values, at no cost.
+        text = f"ONTHEMAP({origin} -> {destination}) FROM {table}"
+        result = self.spend(build, text=text, idempotency_key=idempotency_key)
+        return cast(OnTheMapResult, result)
+
+    def release(self, entry_id: str, *, confidence: float | None = None) -> ReleaseResult[Any]:
+        """A release this analyst already received (a density, hierarchy, synthetic rows, flows
+        or any registered product), again, by its ledger entry id (``result.entry_id``, or the
+        first 8 or more characters of it) — the same values, at no cost.
+
+        The entry's record holds the request and the noisy values (or the synthetic counts, or
+        the measurements and sampling seed): the request is planned again from the catalog,
+        checked against the plan hash the entry was charged under, and published again.
 
         Raises:
             QueryError: no committed release of this analyst has that id on this dataset, or the
                 catalog changed so that it cannot be rebuilt exactly (nothing spent either way).
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
-        release, loss, found = fetch_release(self, entry_id, confidence=conf)
-        kind: type[DensityResult | HierarchyResult | SyntheticResult | OnTheMapResult]
-        if isinstance(release, DensityRelease):
-            kind = DensityResult
-        elif isinstance(release, HierarchyRelease):
-            kind = HierarchyResult
-        elif isinstance(release, SyntheticRelease):
-            kind = SyntheticResult
-        else:
-            kind = OnTheMapResult
+        entry, doc = self._released_entry(entry_id)
+        plan = PRODUCTS[doc["format"]].plan_again(self.catalog, doc["request"], entry.loss)
+        if plan.fingerprint() != entry.plan_hash:
+            raise QueryError(
+                f"the catalog has changed since entry {entry_id!r} was released, so it cannot be "
+                "rebuilt exactly.",
+                fix="ask for the release again under the current catalog (it is charged as new).",
+            )
+        value = plan.publish(plan.decode(entry.answer or ""), conf)
+        self.ledger.record(
+            principal=self.analyst,
+            dataset=self.dataset,
+            sql=f"FETCH RELEASE {entry_id}: {entry.sql}",
+            outcome=CACHED,
+            detail="fetched again by id, at no cost",
+            plan_hash=entry.plan_hash,
+            loss=None,
+        )
+        kind = RESULTS.get(plan.kind, ReleaseResult)
         return kind(
-            release=release,  # type: ignore[arg-type]
-            loss=loss,
+            release=value,
+            loss=entry.loss,
             remaining=self.remaining(),
             cached=True,
-            entry_id=found,
+            entry_id=entry.id,
         )
+
+    def _released_entry(self, entry_id: str) -> tuple[LedgerEntry, dict[str, Any]]:
+        """The analyst's committed release ``entry_id`` (or its short prefix) and its record."""
+        own = self.ledger.entries(principal=self.analyst, dataset=self.dataset)
+        # The whole id, or the short prefix `dalenius ledger list` shows (at least 8 characters).
+        found = [e for e in own if e.id == entry_id] or [
+            e for e in own if len(entry_id) >= 8 and e.id.startswith(entry_id)
+        ]
+        entry = found[0] if len(found) == 1 else None
+        if entry is None or entry.status != COMMITTED or entry.answer is None:
+            raise QueryError(
+                f"analyst {self.analyst!r} has no released entry {entry_id!r} on dataset "
+                f"{self.dataset!r}.",
+                fix="list your entries with `dalenius ledger list` (or GET /v1/me/ledger) and use "
+                "the id of a committed release.",
+            )
+        doc = json.loads(entry.answer)
+        if not isinstance(doc, dict) or doc.get("format") not in PRODUCTS:
+            raise QueryError(
+                f"entry {entry_id!r} is a query answer, not a release.",
+                fix="fetch density, hierarchy, synthetic or flows releases by id; ask a query "
+                "again to get its answer from the ledger at no cost.",
+            )
+        if "request" not in doc:
+            raise QueryError(
+                f"entry {entry_id!r} was recorded before releases kept their request.",
+                fix="ask for the same release again: an identical request is answered from the "
+                "ledger's record at no cost.",
+            )
+        return entry, doc
 
     def through_gate(
         self,
         reservation: Reservation,
         tables: Sequence[Table],
-        work: Callable[[Callable[[str], list[Any]]], T],
+        work: Callable[[Fetch], T],
     ) -> T:
-        """Run ``work`` behind the data gate for a reserved release: the one data path of releases.
+        """Run ``work`` behind the data gate for a reserved request (the gate's own seam).
 
-        The reservation is charged durably first; ``work`` then receives a ``fetch(sql)`` function
-        and computes the exact values, draws the noise and commits. Any failure in it is charged
-        and becomes the one fixed :class:`~dalenius.core.errors.EvaluationFailed` outcome.
+        The reservation is charged durably first; ``work`` then receives a ``fetch(sql)``
+        function. Any failure in it is charged and becomes the one fixed
+        :class:`~dalenius.core.errors.EvaluationFailed` outcome. Releases reach the engine
+        through :meth:`spend`, which uses the same passage.
         """
         with self.gate.passage(reservation) as engine:
             for table in tables:
@@ -864,7 +985,7 @@ class Session:
         # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
         # must not be predictable from, or favour, any data value.
         if salt is None:
-            salt = int(system_random().uint64(1)[0]) % SALT_LIMIT
+            salt = _salt()
         if key is None or not 0 <= salt < SALT_LIMIT:
             return exact_queries(plan, dialect, salt=salt)
         # A proved template gives the SQL for this key; else the SQL is written once, with this
@@ -910,20 +1031,12 @@ class Session:
             )
         return int(value)
 
-    @staticmethod
-    def _evaluate(engine: GatedEngine, prepared: Prepared, mechanisms: Mechanisms) -> Noisy:
-        """Exact aggregates from the engine, then noise: behind the data gate only."""
-        plan = prepared.plan
-        for table in prepared.tables:
-            engine.prepare(table)
-        exact = prepared.exact
-        main = engine.fetch(exact.main, exact.reads)
-        histograms = {name: engine.fetch(sql, exact.reads) for name, sql in exact.histograms}
-        return add_noise(plan, exact_values(plan, main, histograms), mechanisms)
-
-    def _request_key(self, prepared: Prepared) -> str:
-        versions = "|".join(self.executor.data_version(t) for t in prepared.tables)
-        payload = f"{prepared.plan.fingerprint()}|{versions}|{ANSWER_FORMAT}"
+    def _request_key(self, plan: ReleasePlan[Any]) -> str:
+        """The ledger's key for an identical request: the plan, its tables' data versions and
+        its record's format (an identical earlier request is answered from its record).
+        """
+        versions = "|".join(self.executor.data_version(t) for t in plan.tables)
+        payload = f"{plan.fingerprint()}|{versions}|{plan.answer_format}"
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def _audit(
@@ -1061,12 +1174,19 @@ def _accuracy(prepared: Prepared) -> dict[str, Any] | None:
     return None if prepared.allocation is None else prepared.allocation.to_dict()
 
 
-def _encode(noisy: Noisy) -> str:
-    return json.dumps({"format": ANSWER_FORMAT, **noisy.to_json()}, sort_keys=True, default=str)
+def _salt() -> int:
+    """A fresh key for contribution bounding's hash ranking, from the OS generator: which rows
+    of a unit are kept must not be predictable from, or favour, any data value. One range for
+    queries and products alike.
+    """
+    return int(system_random().uint64(1)[0]) % SALT_LIMIT
 
 
-def _decode(answer: str) -> Noisy:
-    doc = json.loads(answer)
-    if doc.get("format") != ANSWER_FORMAT:
-        raise InternalError("the ledger's record has an unknown format")
-    return Noisy.from_json(doc)
+def _loss_arguments(
+    epsilon: Any, delta: Any, rho: Any
+) -> tuple[Fraction | None, Fraction | None, Fraction | None]:
+    """A product's ε, δ and ρ as exact fractions (each optional), refused if malformed."""
+    eps = as_fraction(epsilon, "epsilon") if epsilon is not None else None
+    dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
+    rh = as_fraction(rho, "rho") if rho is not None else None
+    return eps, dlt, rh

@@ -136,6 +136,7 @@ class GaussianProcessMechanism:
         rho: the zCDP loss; :attr:`rho` equals it exactly.
 
     Attributes:
+        max_rows: ``R``, the row cap the noise is calibrated for (a privacy map checks it).
         rho: the ρ this release satisfies.
         sigma: per grid point, the noise's subgaussian parameter in count units.
         rounding: per grid point, the most that rounding to the noise grid moves the value.
@@ -171,6 +172,7 @@ class GaussianProcessMechanism:
                 why="rounding to the noise grid costs about √m units of sensitivity, which this ρ cannot cover.",
                 fix="use fewer grid points, or a larger epsilon.",
             )
+        self.max_rows = max_rows
         self.factors = [_Factor(a, float(bandwidth)) for a in axes]
         self.shape = tuple(f.m for f in self.factors)
         delta_w = Fraction(max_rows) * Fraction(math.prod(f.column_norm for f in self.factors))

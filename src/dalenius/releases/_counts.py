@@ -14,6 +14,7 @@ from typing import Any
 from dalenius.core.catalog import Catalog, Table
 from dalenius.core.loss import PureDP
 from dalenius.plan.nodes import DPQuery, Measurement, Query
+from dalenius.sql.filters import product_filter
 from dalenius.sql.to_plan import to_query
 
 
@@ -22,9 +23,11 @@ def keyed_counts(
 ) -> tuple[DPQuery, tuple[Table, ...], int]:
     """``SELECT cols, COUNT(*) … GROUP BY cols`` as an exact plan, its tables and the row cap R."""
     quoted = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    condition = product_filter(where)
+    name = '"' + table.replace('"', '""') + '"'
     text = (
-        f'SELECT {quoted}, COUNT(*) FROM "{table}"'
-        + (f" WHERE {where}" if where else "")
+        f"SELECT {quoted}, COUNT(*) FROM {name}"
+        + (f" WHERE {condition}" if condition else "")
         + f" GROUP BY {quoted}"
     )
     resolved = to_query(text, catalog)

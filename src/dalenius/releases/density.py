@@ -36,18 +36,31 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from dalenius.accounting.renyi import rho_for_approx
 from dalenius.core.catalog import Catalog, Table
+from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ZCDP, ApproxDP, Loss
 from dalenius.core.rng import RandomSource
 from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.gaussian_process import GaussianProcessMechanism, KernelAxis
+from dalenius.plan.protocol import (
+    Fetch,
+    Measure,
+    Measured,
+    as_declared,
+    loss_parts,
+    recorded,
+    register_product,
+    request_doc,
+    rho_of,
+    scaled_rho,
+)
 from dalenius.sql.histograms import Axis, BinnedCounts, binned_counts
 
 MAX_UNIT_BINS = 20_000
@@ -60,6 +73,12 @@ MAX_BINS_1D = 20_000
 MAX_BINS_2D_AXIS = 400
 DEFAULT_POINTS_1D = 200
 DEFAULT_POINTS_2D = 40
+DENSITY_FORMAT = "density-1"
+"""The ledger record's format: the request, the noisy kernel sum and the noisy count."""
+
+NoisyDensity = tuple[npt.NDArray[np.float64], int]
+"""A density's noisy values: the kernel sum on the grid and the row count."""
+
 COUNT_SHARE = Fraction(1, 20)
 """The share of ρ spent on the row count that normalises the curve."""
 
@@ -117,6 +136,68 @@ class DensityPlan:
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
+    # -- the release protocol (dalenius.plan.protocol) ----------------------------------------
+
+    kind: ClassVar[str] = "density"
+    answer_format: ClassVar[str] = DENSITY_FORMAT
+    plan_class: ClassVar[str] = "density"
+
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        """The tables the exact counts read."""
+        return self.counts.tables
+
+    @property
+    def text(self) -> str:
+        """The audit trail's text: what the analyst asked."""
+        req = self.request
+        where = f" WHERE {req.where}" if req.where else ""
+        return (
+            f"DENSITY({', '.join(req.columns)}; bandwidth={req.bandwidth:g}) FROM {req.table}"
+            f"{where}"
+        )
+
+    def privacy_map(self) -> Loss:
+        """The curve's and the count's zCDP, each at the unit's row cap, composed.
+
+        One unit changes the bin counts by at most R in L1, so the kernel sum by at most
+        R·(2πh²)^(-d/2) in the RKHS norm the curve's mechanism is calibrated for per row, and the
+        row count by R.
+        """
+        required = self.counts.plan.query.unit.max_rows
+        total = scaled_rho(self.curve.rho, self.curve.max_rows, required) + scaled_rho(
+            rho_of(self.count.loss), self.count.sensitivity, required
+        )
+        return as_declared(total, self.loss)
+
+    def prepare(self, dialect: Dialect, salt: int) -> Measure[NoisyDensity]:
+        """The exact statements now; the count, the bin counts and their noise behind the gate."""
+        statements = self.counts.sql(dialect, salt)
+
+        def measure(fetch: Fetch) -> Measured[NoisyDensity]:
+            total = fetch(statements.main)
+            bins = fetch(statements.histograms[0][1])
+            count = int(total[0][0] if total and total[0][0] is not None else 0)
+            noisy = self.noise(count, bins)
+            record = {
+                "format": DENSITY_FORMAT,
+                "request": request_doc(self.request),
+                "noisy_sum": [float(v) for v in noisy[0]],
+                "count": noisy[1],
+            }
+            return Measured(json.dumps(record, sort_keys=True), noisy)
+
+        return measure
+
+    def decode(self, record: str) -> NoisyDensity:
+        """The noisy kernel sum and count of a ledger record."""
+        doc = recorded(record, DENSITY_FORMAT)
+        return np.asarray(doc["noisy_sum"], dtype=np.float64), int(doc["count"])
+
+    def publish(self, value: NoisyDensity, confidence: float) -> DensityRelease:
+        """The curve and its bands (post-processing of the noisy values)."""
+        return self.post_process(value[0], value[1], confidence)
+
     def describe(self) -> str:
         """A few lines for explain output: what is read, the noise, the expected band."""
         names = " × ".join(self.request.columns)
@@ -141,6 +222,15 @@ class DensityPlan:
         rng: RandomSource | None = None,
     ) -> DensityRelease:
         """Add the noise to the exact count and bin counts, and post-process into a curve."""
+        noisy_sum, noisy_n = self.noise(total, bins, rng)
+        return self.post_process(noisy_sum, noisy_n, confidence)
+
+    def noise(
+        self, total: int, bins: Sequence[tuple[Any, ...]], rng: RandomSource | None = None
+    ) -> NoisyDensity:
+        """The noisy kernel sum on the grid and the noisy row count (the only step that reads
+        exact values).
+        """
         counts = np.zeros(self.counts.bins, dtype=np.int64)
         for row in bins:
             index, value = int(row[-2]), int(row[-1])
@@ -150,7 +240,7 @@ class DensityPlan:
         # (2πh²)^(−d/2) and the division by n are post-processing.
         noisy_sum = self.scale * self.curve.release(counts, rng)
         noisy_n = int(self.count.release(np.array([int(total)], dtype=np.int64), rng=rng)[0])
-        return self.post_process(noisy_sum, noisy_n, confidence)
+        return noisy_sum, noisy_n
 
     def post_process(
         self, noisy_sum: npt.NDArray[np.float64], noisy_n: int, confidence: float
@@ -390,3 +480,32 @@ def _grids(axes: Sequence[Axis], request: DensityRequest) -> tuple[npt.NDArray[n
             f"points must be at least 2, got {per_axis}.", fix="use points=200, for example."
         )
     return tuple(np.linspace(float(a.low), float(a.high), per_axis) for a in axes)
+
+
+@dataclass(frozen=True)
+class DensityKind:
+    """How a density is planned again from its ledger record (fetch by entry id)."""
+
+    answer_format: ClassVar[str] = DENSITY_FORMAT
+
+    def plan_again(self, catalog: Catalog, request: Any, loss: Loss) -> DensityPlan:
+        """The plan of the recorded request under the loss it was charged."""
+        epsilon, delta, rho = loss_parts(loss)
+        grid = request["grid"]
+        return plan_density(
+            catalog,
+            DensityRequest(
+                table=request["table"],
+                columns=tuple(request["columns"]),
+                bandwidth=request["bandwidth"],  # as given: the fingerprint hashes it
+                points=request["points"],
+                grid=tuple(tuple(float(v) for v in a) for a in grid) if grid else None,
+                where=request["where"],
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+        )
+
+
+register_product(DensityKind())

@@ -34,7 +34,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +47,26 @@ from dalenius.core.rng import RandomSource
 from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.plan.nodes import DPQuery
+from dalenius.plan.protocol import (
+    Fetch,
+    LossDefect,
+    Measure,
+    Measured,
+    as_declared,
+    loss_parts,
+    recorded,
+    register_product,
+    request_doc,
+    rho_of,
+    scaled_epsilon,
+    scaled_rho,
+)
 from dalenius.releases._counts import keyed_counts, norm
 from dalenius.releases.density import rho_for
 from dalenius.sql.to_sql import ExactSQL, exact_queries
+
+HIERARCHY_FORMAT = "hierarchy-1"
+"""The ledger record's format: the request and every node's noisy count."""
 
 MAX_NODES = 20_000
 """At most this many nodes in the tree (the consistent estimate's coefficients are nodes²)."""
@@ -215,6 +232,66 @@ class HierarchyPlan:
             cached = _chernoff(self.coefficients, self.tree.level, self.mechanisms, beta)
             self._widths[beta] = cached
         return cached
+
+    # -- the release protocol (dalenius.plan.protocol) ----------------------------------------
+
+    kind: ClassVar[str] = "hierarchy"
+    answer_format: ClassVar[str] = HIERARCHY_FORMAT
+    plan_class: ClassVar[str] = "hierarchy"
+
+    @property
+    def text(self) -> str:
+        """The audit trail's text: what the analyst asked."""
+        req = self.request
+        where = f" WHERE {req.where}" if req.where else ""
+        return f"HIERARCHY({' > '.join(req.levels)}) FROM {req.table}{where}"
+
+    def privacy_map(self) -> Loss:
+        """The levels' losses, each at the unit's row cap, composed sequentially.
+
+        The nodes of one level are disjoint, so one unit's at most R rows change a level's
+        counts by at most R in L1 and in L2: each level costs what one count of sensitivity R
+        costs, and the levels add up.
+        """
+        required = self.exact.query.unit.max_rows
+        laplace = [m for m in self.mechanisms if isinstance(m, IntegerLaplace)]
+        if len(laplace) == len(self.mechanisms):
+            parts = (scaled_epsilon(m.epsilon, m.sensitivity, required) for m in laplace)
+            return PureDP(sum(parts, Fraction(0)))
+        total = sum(
+            (
+                scaled_rho(rho_of(m.loss), m.sensitivity, required)
+                for m in self.mechanisms
+                if isinstance(m, IntegerGaussian)
+            ),
+            Fraction(0),
+        )
+        if laplace:  # a mix has no composition here: a defect, refused before the reserve
+            raise LossDefect("a hierarchy mixes Laplace and Gaussian levels")
+        return as_declared(total, self.loss)
+
+    def prepare(self, dialect: Dialect, salt: int) -> Measure[npt.NDArray[np.int64]]:
+        """The exact per-leaf statement now; every node's noisy count behind the gate."""
+        statement = self.sql(dialect, salt).main
+
+        def measure(fetch: Fetch) -> Measured[npt.NDArray[np.int64]]:
+            noisy = self.measure(self.leaf_counts(fetch(statement)))
+            record = {
+                "format": HIERARCHY_FORMAT,
+                "request": request_doc(self.request),
+                "noisy": [int(v) for v in noisy],
+            }
+            return Measured(json.dumps(record), noisy)
+
+        return measure
+
+    def decode(self, record: str) -> npt.NDArray[np.int64]:
+        """Every node's noisy count from a ledger record."""
+        return np.asarray(recorded(record, HIERARCHY_FORMAT)["noisy"], dtype=np.int64)
+
+    def publish(self, value: npt.NDArray[np.int64], confidence: float) -> HierarchyRelease:
+        """The noisy, consistent and final tables (post-processing)."""
+        return self.finish(value, confidence)
 
     def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact per-leaf counts for ``dialect`` (``salt`` keys contribution bounding)."""
@@ -524,3 +601,29 @@ def _chernoff(
             total += weight * _log_mgf(mech, lam * top)
         best = np.minimum(best, (total + log_term) / lam)
     return best
+
+
+@dataclass(frozen=True)
+class HierarchyKind:
+    """How a hierarchy is planned again from its ledger record (fetch by entry id)."""
+
+    answer_format: ClassVar[str] = HIERARCHY_FORMAT
+
+    def plan_again(self, catalog: Catalog, request: Any, loss: Loss) -> HierarchyPlan:
+        """The plan of the recorded request under the loss it was charged."""
+        epsilon, delta, rho = loss_parts(loss)
+        return plan_hierarchy(
+            catalog,
+            HierarchyRequest(
+                table=request["table"],
+                levels=tuple(request["levels"]),
+                where=request["where"],
+                split=tuple(float(w) for w in request["split"]) if request["split"] else None,
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+        )
+
+
+register_product(HierarchyKind())

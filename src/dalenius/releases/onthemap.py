@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,13 +32,26 @@ from dalenius.accounting.bounds import exp_down
 from dalenius.core.catalog import Catalog, Key, Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
-from dalenius.core.loss import PureDP
+from dalenius.core.loss import Loss, PureDP
 from dalenius.core.rng import RandomSource
 from dalenius.mechanisms.dirichlet import epsilon_for, polya, smallest_prior
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.plan.nodes import DPQuery
+from dalenius.plan.protocol import (
+    Fetch,
+    Measure,
+    Measured,
+    loss_parts,
+    recorded,
+    register_product,
+    request_doc,
+    scaled_epsilon,
+)
 from dalenius.releases._counts import keyed_counts, norm
 from dalenius.sql.to_sql import ExactSQL, exact_queries
+
+ONTHEMAP_FORMAT = "onthemap-1"
+"""The ledger record's format: the request and the synthetic counts."""
 
 MAX_CELLS = 1_000_000
 """At most this many origin × destination cells."""
@@ -79,6 +92,59 @@ class OnTheMapPlan:
     sample_epsilon: Fraction
     max_rows: int
 
+    # -- the release protocol (dalenius.plan.protocol) ----------------------------------------
+
+    kind: ClassVar[str] = "onthemap"
+    answer_format: ClassVar[str] = ONTHEMAP_FORMAT
+    plan_class: ClassVar[str] = "onthemap"
+
+    @property
+    def text(self) -> str:
+        """The audit trail's text: what the analyst asked."""
+        req = self.request
+        where = f" WHERE {req.where}" if req.where else ""
+        return (
+            f"ONTHEMAP({req.origin} -> {req.destination}; prior={self.prior}, "
+            f"per_destination={self.per_destination}) FROM {req.table}{where}"
+        )
+
+    def privacy_map(self) -> Loss:
+        """The destination counts' Laplace loss plus the Pólya sampler's ``R·ln(1 + M/α)``,
+        both at the unit's row cap (Machanavajjhala et al. 2008), composed sequentially.
+        """
+        required = self.exact.query.unit.max_rows
+        counts = self.count_mechanism()
+        return PureDP(
+            scaled_epsilon(counts.epsilon, counts.sensitivity, required)
+            + epsilon_for(self.prior, self.per_destination, required)
+        )
+
+    def prepare(self, dialect: Dialect, salt: int) -> Measure[npt.NDArray[np.int64]]:
+        """The exact pair counts' statement now; the synthetic counts behind the gate (the
+        record keeps them, so the same request gives back the same rows at no cost).
+        """
+        statement = self.sql(dialect, salt).main
+
+        def measure(fetch: Fetch) -> Measured[npt.NDArray[np.int64]]:
+            synthetic = self.synthesise(self.table_counts(fetch(statement)))
+            doc = {
+                "format": ONTHEMAP_FORMAT,
+                "request": request_doc(self.request),
+                "counts": [int(v) for v in synthetic.reshape(-1)],
+            }
+            return Measured(json.dumps(doc), synthetic)
+
+        return measure
+
+    def decode(self, record: str) -> npt.NDArray[np.int64]:
+        """The synthetic counts of a ledger record (destinations × origins)."""
+        counts = np.asarray(recorded(record, ONTHEMAP_FORMAT)["counts"], dtype=np.int64)
+        return counts.reshape(len(self.destinations), len(self.origins))
+
+    def publish(self, value: npt.NDArray[np.int64], confidence: float) -> OnTheMapRelease:
+        """The release from the synthetic counts (no interval applies to synthetic rows)."""
+        return self.finish(value)
+
     def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact count of every (origin, destination) pair present."""
         return exact_queries(self.exact, dialect, salt=salt)
@@ -108,13 +174,17 @@ class OnTheMapPlan:
                 out[j, i] += int(row[2] or 0)
         return out
 
+    def count_mechanism(self) -> IntegerLaplace:
+        """Step 1's noise on each destination's row count (sensitivity R: the destinations are
+        disjoint, so one unit's at most R rows change the counts by at most R in L1).
+        """
+        return IntegerLaplace(self.max_rows, self.count_epsilon)
+
     def sizes(
         self, counts: npt.NDArray[np.int64], rng: RandomSource | None = None
     ) -> npt.NDArray[np.int64]:
         """Step 1: each destination's synthetic size, its noisy row count clamped to ``[0, M]``."""
-        noisy = IntegerLaplace(self.max_rows, self.count_epsilon).release(
-            counts.sum(axis=1), rng=rng
-        )
+        noisy = self.count_mechanism().release(counts.sum(axis=1), rng=rng)
         return np.clip(noisy, 0, self.per_destination).astype(np.int64)
 
     def synthesise(
@@ -326,3 +396,33 @@ def _prior_and_size(
             fix=f"use prior={float(need):g} or more, fewer rows per destination, or a larger epsilon.",
         )
     return prior, size
+
+
+@dataclass(frozen=True)
+class OnTheMapKind:
+    """How a flows release is planned again from its ledger record (fetch by entry id)."""
+
+    answer_format: ClassVar[str] = ONTHEMAP_FORMAT
+
+    def plan_again(self, catalog: Catalog, request: Any, loss: Loss) -> OnTheMapPlan:
+        """The plan of the recorded request under the loss it was charged."""
+        epsilon, _, _ = loss_parts(loss)
+        return plan_onthemap(
+            catalog,
+            OnTheMapRequest(
+                table=request["table"],
+                origin=request["origin"],
+                destination=request["destination"],
+                prior=Fraction(request["prior"]) if request["prior"] is not None else None,
+                per_destination=request["per_destination"],
+                count_epsilon=Fraction(request["count_epsilon"])
+                if request["count_epsilon"] is not None
+                else None,
+                where=request["where"],
+            ),
+            epsilon=epsilon,
+            delta=None,
+        )
+
+
+register_product(OnTheMapKind())

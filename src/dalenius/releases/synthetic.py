@@ -39,7 +39,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -53,9 +53,26 @@ from dalenius.mechanisms.exponential import ExponentialMechanism
 from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.plan.expr import BinOp, Col, Expr, Func, Lit
 from dalenius.plan.nodes import DPQuery, GroupKey, Measurement, Query, output_fields
+from dalenius.plan.protocol import (
+    Fetch,
+    Measure,
+    Measured,
+    as_declared,
+    loss_parts,
+    recorded,
+    register_product,
+    request_doc,
+    rho_of,
+    scaled_epsilon,
+    scaled_rho,
+)
 from dalenius.releases.density import rho_for
+from dalenius.sql.filters import product_filter
 from dalenius.sql.to_plan import to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
+
+SYNTHETIC_FORMAT = "synthetic-1"
+"""The ledger record's format: the request, the noisy measurements and the sampling seed."""
 
 MAX_CELLS = 5_000_000
 """At most this many cells in the largest 2-way marginal times the number of pairs."""
@@ -95,6 +112,67 @@ class SynthPlan:
     loss: Loss
     rho: Fraction
     max_rows: int
+
+    # -- the release protocol (dalenius.plan.protocol) ----------------------------------------
+
+    kind: ClassVar[str] = "synthetic"
+    answer_format: ClassVar[str] = SYNTHETIC_FORMAT
+    plan_class: ClassVar[str] = "synthetic"
+
+    @property
+    def text(self) -> str:
+        """The audit trail's text: what the analyst asked."""
+        where = f" WHERE {self.request.where}" if self.request.where else ""
+        names = ", ".join(d.name for d in self.domains)
+        return f"SYNTHETIC({names}) FROM {self.request.table}{where}"
+
+    def privacy_map(self) -> Loss:
+        """MST's three steps composed in zCDP, each mechanism at the unit's row cap.
+
+        One unit's at most R rows change every marginal by at most R in L2 (and the tree's
+        score, an L1 distance to a public product, by at most R): d Gaussian 1-way marginals,
+        d − 1 exponential-mechanism rounds (ε-DP with a bounded range is ε²/8-zCDP, Cesar &
+        Rogers 2021) and d − 1 Gaussian 2-way marginals.
+        """
+        required = self.exact.query.unit.max_rows
+        d = len(self.domains)
+        one, selector, two = self.mechanisms()
+        total = d * scaled_rho(rho_of(one.loss), one.sensitivity, required)
+        if selector is not None:
+            epsilon = scaled_epsilon(selector.epsilon, selector.sensitivity, required)
+            total += (d - 1) * epsilon * epsilon / 8
+            total += (d - 1) * scaled_rho(rho_of(two.loss), two.sensitivity, required)
+        return as_declared(total, self.loss)
+
+    def prepare(self, dialect: Dialect, salt: int) -> Measure[tuple[Measurements, int]]:
+        """The exact contingency statement now; the measurements behind the gate.
+
+        The record keeps the noisy measurements and the sampling seed (drawn now, from the OS
+        generator), so the same request gives back the same rows at no cost.
+        """
+        statement = self.sql(dialect, salt).main
+        seed = int(system_random().uint64(1)[0] % (2**63))
+
+        def measure(fetch: Fetch) -> Measured[tuple[Measurements, int]]:
+            measured = self.measure(self.contingency(fetch(statement)))
+            doc = {
+                "format": SYNTHETIC_FORMAT,
+                "request": request_doc(self.request),
+                "measurements": measured.to_json(),
+                "seed": seed,
+            }
+            return Measured(json.dumps(doc), (measured, seed))
+
+        return measure
+
+    def decode(self, record: str) -> tuple[Measurements, int]:
+        """The measurements and sampling seed of a ledger record."""
+        doc = recorded(record, SYNTHETIC_FORMAT)
+        return Measurements.from_json(doc["measurements"]), int(doc["seed"])
+
+    def publish(self, value: tuple[Measurements, int], confidence: float) -> SyntheticRelease:
+        """The synthetic rows (post-processing of the measurements; no interval applies)."""
+        return self.synthesise(value[0], seed=value[1])
 
     def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
         """The exact contingency table (counts per combination of values present)."""
@@ -139,16 +217,26 @@ class SynthPlan:
             sizes=tuple(len(d.labels) for d in self.domains),
         )
 
-    def measure(self, table: Contingency, rng: RandomSource | None = None) -> Measurements:
-        """Steps 1–3: noisy 1-way marginals, the private tree, noisy 2-way marginals."""
+    def mechanisms(self) -> tuple[IntegerGaussian, ExponentialMechanism | None, IntegerGaussian]:
+        """The mechanisms of steps 1–3, a third of ρ each: the 1-way marginals' Gaussian (each
+        of the d marginals), the tree's selector (each of its d − 1 rounds; none for one
+        column) and the 2-way marginals' Gaussian (each of the d − 1 edges).
+        """
         d = len(self.domains)
         r = self.max_rows
         third = self.rho / 3
-        one_mech = _vector_gaussian(r, third / d)
+        one = _vector_gaussian(r, third / d)
+        selector = ExponentialMechanism(r, _em_epsilon(third, d - 1)) if d > 1 else None
+        two = _vector_gaussian(r, third / max(d - 1, 1))
+        return one, selector, two
+
+    def measure(self, table: Contingency, rng: RandomSource | None = None) -> Measurements:
+        """Steps 1–3: noisy 1-way marginals, the private tree, noisy 2-way marginals."""
+        d = len(self.domains)
+        one_mech, selector, two_mech = self.mechanisms()
         one = [one_mech.release(_marginal(table, (i,)), rng=rng) for i in range(d)]
         edges: list[tuple[int, int]] = []
-        if d > 1:
-            selector = ExponentialMechanism(r, _em_epsilon(third, d - 1))
+        if selector is not None:
             estimate = [np.maximum(o, 0) / max(float(np.maximum(o, 0).sum()), 1.0) for o in one]
             total = float(np.mean([o.sum() for o in one]))
             component = list(range(d))
@@ -174,7 +262,6 @@ class SynthPlan:
                 edges.append((i, j))
                 old, new = component[j], component[i]
                 component = [new if c == old else c for c in component]
-        two_mech = _vector_gaussian(r, third / max(d - 1, 1))
         two = [
             two_mech.release(_marginal(table, e).reshape(-1), rng=rng).reshape(_shape(self, e))
             for e in edges
@@ -405,8 +492,9 @@ def plan_synthetic(
             fix="declare keys or bounds in the catalog.",
         )
     quoted = '"' + request.table.replace('"', '""') + '"'
+    condition = product_filter(request.where)
     resolved = to_query(
-        f"SELECT COUNT(*) FROM {quoted}" + (f" WHERE {request.where}" if request.where else ""),
+        f"SELECT COUNT(*) FROM {quoted}" + (f" WHERE {condition}" if condition else ""),
         catalog,
     )
     fields = {f.name.lower(): f for f in output_fields(resolved.query.relation)}
@@ -574,3 +662,30 @@ def workload_error(
         picks = rng.choice(len(all_triples), size=min(triples, len(all_triples)), replace=False)
         out["3-way"] = float(np.mean([tvd(all_triples[i]) for i in picks]))
     return out
+
+
+@dataclass(frozen=True)
+class SyntheticKind:
+    """How a synthetic release is planned again from its ledger record (fetch by entry id)."""
+
+    answer_format: ClassVar[str] = SYNTHETIC_FORMAT
+
+    def plan_again(self, catalog: Catalog, request: Any, loss: Loss) -> SynthPlan:
+        """The plan of the recorded request under the loss it was charged."""
+        epsilon, delta, rho = loss_parts(loss)
+        return plan_synthetic(
+            catalog,
+            SynthRequest(
+                table=request["table"],
+                columns=tuple(request["columns"]) if request["columns"] is not None else None,
+                bins=int(request["bins"]),
+                rows=request["rows"],
+                where=request["where"],
+            ),
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+        )
+
+
+register_product(SyntheticKind())

@@ -27,11 +27,11 @@ from dalenius.core.errors import (
     CatalogError,
     ConfigurationError,
     EvaluationFailed,
-    InvalidLossError,
     QueryError,
     UserError,
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
+from dalenius.engine.policy import Policy
 from dalenius.engine.result import SyntheticResult
 from dalenius.engine.session import Session
 from dalenius.ledger import Ledger, open_ledger
@@ -39,7 +39,6 @@ from dalenius.server import describe
 from dalenius.server.config import GatewayConfig
 from dalenius.server.errors import AuthenticationError, DatasetUnavailableError, RateLimitedError
 from dalenius.server.guard import (
-    LARGEST,
     NumberRefusal,
     ShapeRefusal,
     check_sql_shape,
@@ -100,13 +99,9 @@ class LossSpec:
         )
 
 
-class _LossRefusal(InvalidLossError):
-    """A query loss the gateway refuses (below the floor, or beyond the accepted range)."""
-
-
 def _session_refuses(refusal: UserError) -> bool:
     """Whether the session itself refuses (and audits) this: anything but the gateway's checks."""
-    return not isinstance(refusal, _LossRefusal | _PlanningRefusal | NumberRefusal | ShapeRefusal)
+    return not isinstance(refusal, _PlanningRefusal | NumberRefusal | ShapeRefusal)
 
 
 class _PlanningRefusal(QueryError):
@@ -288,7 +283,10 @@ class Gateway:
         """A dataset's public metadata: tables, columns, bounds, keys, privacy units."""
         return describe.dataset_detail(self.open(caller, name), curator=caller.is_curator)
 
-    def _session(self, caller: Caller, opened: OpenDataset) -> Session:
+    def _session(self, caller: Caller, opened: OpenDataset, floor: Fraction) -> Session:
+        """A session for ``caller`` whose policy has the dataset's ε ``floor`` (the catalog's,
+        raised to this gateway's and the curator's): the session checks it for every release.
+        """
         # A session is a light view: the ledger and the engine are shared, and never closed here.
         return Session(
             opened.catalog,
@@ -296,6 +294,7 @@ class Gateway:
             executor=opened.executor,
             analyst=caller.name,
             confidence=self.config.confidence,
+            policy=Policy.of(opened.catalog).raised(floor),
         )
 
     def explain(
@@ -318,10 +317,9 @@ class Gateway:
         check_sql_shape(sql)
         opened, floor = self._open(caller, name)
         with _planning(sql):
-            explanation = self._session(caller, opened).explain(
+            explanation = self._session(caller, opened, floor).explain(
                 sql, epsilon, delta=delta, confidence=confidence, **targets
             )
-        self._check_loss(explanation.loss, floor)
         return {"dataset": name, **explanation.to_dict()}
 
     def query(
@@ -345,14 +343,15 @@ class Gateway:
         turned into JSON — is the one fixed :class:`EvaluationFailed` outcome.
         """
         opened, floor = self._open(caller, name)
-        session = self._session(caller, opened)
+        session = self._session(caller, opened, floor)
         try:
             checked_number("epsilon", epsilon)
             checked_number("delta", delta)
             check_sql_shape(sql)
             with _planning(sql):
-                plan = session.plan(sql, epsilon, delta=delta, confidence=confidence, **targets)
-            self._check_loss(plan.loss, floor)
+                # The plan is made here, bounded, so that planning's failures are refusals; the
+                # session checks the policy (the ε floor) in plan() and again in query().
+                session.plan(sql, epsilon, delta=delta, confidence=confidence, **targets)
         except UserError as refusal:
             if not _session_refuses(refusal):
                 self._audit_refusal(caller, opened, sql, refusal)
@@ -384,8 +383,8 @@ class Gateway:
             checked_number(part, getattr(request, part))
         if request.where is not None:
             check_sql_shape(request.where)
-        opened = self.open(caller, name)
-        result = self._session(caller, opened).density(
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).density(
             request.table,
             request.columns,
             bandwidth=request.bandwidth,
@@ -405,8 +404,8 @@ class Gateway:
             checked_number(part, getattr(request, part))
         if request.where is not None:
             check_sql_shape(request.where)
-        opened = self.open(caller, name)
-        result = self._session(caller, opened).hierarchy(
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).hierarchy(
             request.table,
             request.levels,
             epsilon=request.epsilon,
@@ -425,8 +424,8 @@ class Gateway:
             checked_number(part, getattr(request, part))
         if request.where is not None:
             check_sql_shape(request.where)
-        opened = self.open(caller, name)
-        result = self._session(caller, opened).onthemap(
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).onthemap(
             request.table,
             origin=request.origin,
             destination=request.destination,
@@ -446,8 +445,8 @@ class Gateway:
             checked_number(part, getattr(request, part))
         if request.where is not None:
             check_sql_shape(request.where)
-        opened = self.open(caller, name)
-        result = self._session(caller, opened).synthesize(
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).synthesize(
             request.table,
             request.columns,
             epsilon=request.epsilon,
@@ -465,8 +464,8 @@ class Gateway:
 
         Synthetic rows (MST) come with their ``data``: one list per column.
         """
-        opened = self.open(caller, name)
-        result = self._session(caller, opened).release(entry_id)
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).release(entry_id)
         doc = {"dataset": name, **result.to_dict()}
         if isinstance(result, SyntheticResult):
             doc["data"] = _columns(result)
@@ -492,11 +491,10 @@ class Gateway:
         for query in queries:
             check_sql_shape(str(query.get("sql", "")))
         opened, floor = self._open(caller, name)
-        session = self._session(caller, opened)
+        session = self._session(caller, opened, floor)
         with _planning(str(queries[0].get("sql", "")) if queries else ""):
+            # The session refuses a batch with a query below the policy's ε floor.
             plan = session.plan_batch(queries, epsilon, delta=delta, confidence=confidence)
-        for item in plan.items:
-            self._check_loss(PureDP(item.allocation.epsilon), floor)
         results = [
             self.query(
                 caller,
@@ -529,27 +527,6 @@ class Gateway:
             value = as_fraction(epsilon, "epsilon")
         self.store.set_floor(name, value, by=caller.name)
         return self.dataset_accounting(name)
-
-    def _check_loss(self, loss: Loss, floor: Fraction) -> None:
-        """Refuse a query loss outside the accepted range or below the dataset's ε ``floor``."""
-        epsilon = getattr(loss, "epsilon", None)
-        if isinstance(epsilon, Fraction) and epsilon < floor:
-            raise _LossRefusal(
-                f"epsilon {float(epsilon):g} is below this gateway's floor of {float(floor):g} "
-                "per query.",
-                why="the noise at a smaller epsilon swamps any answer, and some mechanisms' "
-                "work grows with 1/epsilon.",
-                fix=f"spend at least epsilon = {float(floor):g} (a curator sets the floor).",
-            )
-        for part in ("epsilon", "delta", "rho"):
-            value = getattr(loss, part, None)
-            if isinstance(value, Fraction) and value > LARGEST:
-                raise _LossRefusal(
-                    f"{part} {float(value):.3g} is larger than this gateway accepts "
-                    f"({float(LARGEST):g}).",
-                    why="a loss that large gives no privacy, and numbers that large overflow.",
-                    fix=f"spend a {part} of at most {float(LARGEST):g}.",
-                )
 
     def _audit_refusal(
         self, caller: Caller, opened: OpenDataset, sql: str, refusal: UserError

@@ -31,6 +31,7 @@ from dalenius.core.errors import QueryError
 from dalenius.core.loss import PureDP
 from dalenius.plan.expr import BinOp, Col, Expr, Func, Lit
 from dalenius.plan.nodes import DPQuery, Measurement, Query, output_fields
+from dalenius.sql.filters import product_filter
 from dalenius.sql.to_plan import to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 
@@ -106,7 +107,9 @@ def binned_counts(
     # Rows with a NULL in an axis fall in no bin; they are left out of the count too, so the
     # count is exactly the rows binned (and NULL rows use up no unit's quota).
     present = " AND ".join('"' + a.column.replace('"', '""') + '" IS NOT NULL' for a in axes)
-    condition = f"({where}) AND {present}" if where else present
+    # The filter is parsed alone and comes back parenthesised: it cannot reach the guard.
+    parsed = product_filter(where)
+    condition = f"{parsed} AND {present}" if parsed else present
     text = f"SELECT COUNT(*) FROM {quoted} WHERE {condition}"
     resolved = to_query(text, catalog)
     query = resolved.query
