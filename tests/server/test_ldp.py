@@ -405,3 +405,60 @@ def test_sequence_fragment_puzzles_discover_words_through_the_gateway(site: Site
         row = found[word]
         assert row["lower"] <= row["estimate"] <= row["upper"]
         assert abs(row["estimate"] - truth) <= 5 * row["stderr"]
+
+
+# -- clients that memoise, that do not, and that lie ----------------------------------------
+
+
+def _collection(site: Site, name: str, **settings: object) -> str:
+    answer = site.client.post(
+        "/v1/ldp/collections",
+        json={"name": name, "epsilon": 1, **settings},
+        headers=site.as_(site.curator),
+    )
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["submission_key"])
+
+
+def test_a_tag_whose_reports_differ_is_charged_for_every_report(site: Site) -> None:
+    key = _collection(site, "usage", protocol="dbitflip", domain=DOMAIN, bits=2)
+    one, other = {"buckets": [0, 2], "bits": [1, 0]}, {"buckets": [0, 2], "bits": [0, 1]}
+    # A client that does not memoise: 50 fresh responses under one tag.
+    fresh = [
+        {"client": "pc", "report_id": f"d{i}", "memo": "m1", "report": one if i % 3 else other}
+        for i in range(50)
+    ]
+    out = submit(site.client, "usage", key, fresh).json()
+    assert out["clients"][0]["epsilon"] == pytest.approx(50, rel=1e-6)
+    # A client that memoises: 50 exact repeats under one tag cost one report.
+    repeats = [
+        {"client": "tablet", "report_id": f"d{i}", "memo": "m1", "report": one} for i in range(50)
+    ]
+    out = submit(site.client, "usage", key, repeats).json()
+    assert out["clients"][0]["epsilon"] == pytest.approx(1, rel=1e-6)
+
+
+def test_a_cap_refuses_a_client_whose_tag_stops_repeating(site: Site) -> None:
+    key = _collection(site, "counter", protocol="1bitmean", bound=10, client_cap=1)
+    repeats = [
+        {"client": "phone", "report_id": f"day{i}", "memo": "p3", "report": 1} for i in range(5)
+    ]
+    assert submit(site.client, "counter", key, repeats).status_code == 200
+    before = state(site, "counter")
+    # The same tag, another response: a client that lies about memoising.
+    lie = [{"client": "phone", "report_id": "day6", "memo": "p3", "report": 0}]
+    answer = submit(site.client, "counter", key, lie)
+    assert answer.status_code == 409 and "cap" in answer.text
+    assert state(site, "counter") == before
+
+
+def test_estimates_count_devices_not_repeats(site: Site) -> None:
+    key = _collection(site, "counter", protocol="1bitmean", bound=10)
+    reports = [
+        {"client": f"d{d}", "report_id": f"day{i}", "memo": "p5", "report": d % 2}
+        for d in range(40)
+        for i in range(10)
+    ]
+    assert submit(site.client, "counter", key, reports).status_code == 200
+    est = site.client.get("/v1/ldp/collections/counter/estimates", headers=site.as_(site.analyst))
+    assert est.json()["reports"] == 40 and est.json()["reports_received"] == 400

@@ -10,7 +10,16 @@ cost (:meth:`~CollectionSpec.lifetime_epsilon`).
 
 Memoised protocols (``rappor``, ``1bitmean``, ``dbitflip``) take a *memo tag* with each report:
 an opaque string the client derives from its secret and the value (the same value, the same tag).
-Reports that share a tag repeat one memoised response and are charged once.
+Reports that share a tag and repeat one memoised response exactly are charged once — the server
+checks that they do: a 1BitMean or dBitFlip response is a deterministic function of its tag, so
+reports that differ under one tag come from a client that does not memoise (or lies), and every
+report under that tag is then charged as a fresh report. RAPPOR's instantaneous responses differ by design;
+their tag is charged ε₁ once and ε∞ from the second report on (its permanent response, which the
+client keeps per tag, bounds them all, Erlingsson et al. 2014).
+
+Estimates count what is independent, not what was sent: repeats of one memoised response are
+one observation (:meth:`CollectionSpec.observations`), so a device that reports the same value
+every day does not shrink the error bars as if it were many devices.
 """
 
 from __future__ import annotations
@@ -367,24 +376,44 @@ class CollectionSpec:
 
     # -- accounting ------------------------------------------------------------------------
 
-    def lifetime_epsilon(self, reports_per_tag: Iterable[int]) -> Fraction:
-        """A client's lifetime ε from how many reports it sent under each memo tag.
+    def lifetime_epsilon(
+        self, reports_per_tag: Iterable[int], distinct_per_tag: Iterable[int] | None = None
+    ) -> Fraction:
+        """A client's lifetime ε from how many reports it sent under each memo tag, and how many
+        of them differ (``distinct_per_tag``; all of them when not given).
 
         Non-memoised protocols: ε per report. RAPPOR: ε₁ for a tag used once, ε∞ for a tag used
         more (all reports of one value are post-processing of its permanent response).
-        1BitMean and dBitFlip: ε per tag (repeats are the same memoised response).
+        1BitMean and dBitFlip: ε for a tag whose reports all repeat one response exactly (a
+        memoised response, however often it is sent); ε per report for a tag whose reports
+        differ — its client does not memoise, so each report was randomised afresh.
+        (A client that does not memoise but whose fresh responses happen to coincide cannot be
+        told from one that does; the guarantee of a device rests on its client memoising, which
+        the server checks whenever the responses differ.)
         """
+        counts = list(reports_per_tag)
+        distinct = list(distinct_per_tag) if distinct_per_tag is not None else counts
         total = Fraction(0)
-        for count in reports_per_tag:
+        for count, different in zip(counts, distinct, strict=True):
             if count <= 0:
                 continue
             if self.protocol == "rappor":
                 total += self.rappor.epsilon_one if count == 1 else self.rappor.epsilon_inf
             elif self.memoised:
-                total += self.per_report
+                total += self.per_report * (1 if different <= 1 else count)
             else:
                 total += self.per_report * count
         return total
+
+    @property
+    def observations(self) -> str:
+        """What one independent observation is, for estimates: ``"tag"`` (RAPPOR: the reports of
+        one tag share one permanent response), ``"response"`` (1BitMean, dBitFlip: exact
+        repeats of a memoised response are one) or ``"report"`` (every report is fresh).
+        """
+        if self.protocol == "rappor":
+            return "tag"
+        return "response" if self.memoised else "report"
 
     # -- estimation ------------------------------------------------------------------------
 
@@ -543,3 +572,28 @@ def _rows(
         for label, c, h, s in zip(labels, counts, half, stderr, strict=True)
     ]
     return {"kind": "frequency", "reports": n, "confidence": confidence, "rows": rows}
+
+
+def independent(observations: str, rows: Iterable[tuple[str, str, Any]]) -> list[Any]:
+    """The independent observations among ``(client, memo tag, report)`` rows, in arrival order
+    of their tags (:attr:`CollectionSpec.observations` says what one is).
+
+    ``"report"``: every report. ``"tag"`` (RAPPOR): the first report of each client's tag.
+    ``"response"`` (1BitMean, dBitFlip): one report for a tag whose reports repeat one response
+    exactly, every report of a tag whose reports differ (its client does not memoise).
+
+    Example:
+        >>> rows = [("a", "t", 1), ("a", "t", 1), ("b", "t", 0), ("b", "t", 1)]
+        >>> independent("response", rows)
+        [1, 0, 1]
+    """
+    if observations == "report":
+        return [report for _, _, report in rows]
+    tags: dict[tuple[str, str], list[Any]] = {}
+    for client, memo, report in rows:
+        tags.setdefault((client, memo), []).append(report)
+    kept: list[Any] = []
+    for reports in tags.values():
+        same = all(r == reports[0] for r in reports)
+        kept.extend(reports[:1] if observations == "tag" or same else reports)
+    return kept

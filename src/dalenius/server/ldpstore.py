@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from dalenius.core.errors import ConfigurationError
-from dalenius.ldp.collection import CollectionSpec
+from dalenius.ldp.collection import CollectionSpec, independent
 from dalenius.ledger.storage import Database, Tx, encode_time
 from dalenius.server.errors import AuthenticationError
 from dalenius.server.store import ConflictError, NotFoundError, check_name
@@ -261,13 +261,17 @@ class LdpStore:
 
     @staticmethod
     def _lifetime(tx: Tx, spec: CollectionSpec, name: str, client: str) -> tuple[Fraction, int]:
+        """A client's lifetime ε and report count, from what it sent under each memo tag: how
+        many reports, and how many different ones (a memoised response repeats exactly).
+        """
         rows = tx.run(
-            "SELECT memo, COUNT(*) FROM dalenius_ldp_reports "
+            "SELECT memo, COUNT(*), COUNT(DISTINCT report) FROM dalenius_ldp_reports "
             "WHERE collection = ? AND client = ? GROUP BY memo",
             (name, client),
         )
         counts = [int(r[1]) for r in rows]
-        return spec.lifetime_epsilon(counts), sum(counts)
+        distinct = [int(r[2]) for r in rows]
+        return spec.lifetime_epsilon(counts, distinct), sum(counts)
 
     def _record_client(
         self, tx: Tx, name: str, client: str, epsilon: Fraction, reports: int
@@ -296,10 +300,30 @@ class LdpStore:
             )
         return [json.loads(str(r[0])) for r in rows]
 
+    def observations(self, name: str, spec: CollectionSpec) -> list[Any]:
+        """The independent observations among a collection's reports, in arrival order.
+
+        All of a client's reports under one memo tag that repeat one response exactly are one
+        observation (1BitMean, dBitFlip), and so are all reports under one RAPPOR tag (they
+        share one permanent response; the first is kept): error bars then count devices and
+        their values, not how often each device reported. A tag whose reports differ (a client
+        that does not memoise) contributes every report, as fresh ones.
+        """
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT client, memo, report FROM dalenius_ldp_reports WHERE collection = ? "
+                "ORDER BY seq",
+                (name,),
+            )
+        kept = independent(spec.observations, [(str(c), str(m), str(r)) for c, m, r in rows])
+        return [json.loads(r) for r in kept]
+
     def estimate(self, name: str, confidence: float) -> dict[str, Any]:
-        """Estimates with error bars from every stored report."""
+        """Estimates with error bars from the collection's independent observations."""
         spec = self.spec(name)
-        out = spec.estimate(self.reports(name), confidence)
+        observed = self.observations(name, spec)
+        out = spec.estimate(observed, confidence)
+        out["reports_received"] = sum(self.report_counts(name).values())
         out["collection"] = name
         out["protocol"] = spec.protocol
         out["epsilon_per_report"] = float(spec.per_report)
