@@ -50,7 +50,7 @@ from dalenius.core.catalog import Catalog, Source, load_catalog
 from dalenius.core.errors import QueryError
 from dalenius.core.loss import ApproxDP
 from dalenius.datasets.census import write_benchmark
-from dalenius.engine import session as session_module
+from dalenius.engine import query_release as query_module
 from dalenius.engine.session import Session, connect
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
@@ -349,7 +349,7 @@ def timed_parts(executor: Executor, ledger: Ledger, timer: Timer) -> Iterator[No
         (ledger, "reserve", "ledger"),
         (ledger, "commit", "ledger"),
         (ledger, "remaining", "ledger"),
-        (session_module, "add_noise", "noise"),
+        (query_module, "add_noise", "noise"),
     ]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in wrapped]
     for owner, name, part in wrapped:
