@@ -20,7 +20,7 @@ from dalenius.plan.cost import split_equally
 from dalenius.plan.expr import BinOp, Col, Lit, Neg, Not
 from dalenius.plan.nodes import DPQuery, Filter, Join, Query
 from dalenius.plan.sensitivity import FLOAT_GRID_STEPS, sum_grid, sum_sq_grid
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

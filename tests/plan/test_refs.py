@@ -11,7 +11,7 @@ from dalenius.core.catalog import load_catalog
 from dalenius.plan.compile import to_dp
 from dalenius.plan.expr import AggRef, BinOp, Col, KeyRef, aggregates_read, references
 from dalenius.plan.nodes import _jsonable
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

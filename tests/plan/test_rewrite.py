@@ -29,7 +29,7 @@ from dalenius.plan.rewrite.bigquery_per_unit import bigquery_per_unit
 from dalenius.plan.rewrite.bound_contributions import bound_contributions
 from dalenius.plan.rewrite.measure_joins import measure_joins
 from dalenius.plan.rewrite.share_measurements import share_measurements
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

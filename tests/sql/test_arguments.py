@@ -19,8 +19,8 @@ from tests.sql_conformance.cases import answered
 from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import QueryError
 from dalenius.sql import bigquery, validate
+from dalenius.sql.bind import to_query
 from dalenius.sql.parse import parse
-from dalenius.sql.to_plan import to_query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -12,7 +12,7 @@ from dalenius.core.errors import QueryError
 from dalenius.plan.expr import Lit
 from dalenius.plan.nodes import Filter
 from dalenius.sql.bigquery import extract
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CLAUSE = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1)"

@@ -14,7 +14,7 @@ from dalenius.core.catalog import Catalog, load_catalog
 from dalenius.core.errors import QueryError
 from dalenius.plan.expr import AggRef, BinOp, Col, Func, Lit
 from dalenius.plan.nodes import Filter, Join, Project, Scan, UnitAggregate
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

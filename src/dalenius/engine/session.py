@@ -97,7 +97,7 @@ from dalenius.releases.density import DensityPlan, DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRequest, plan_onthemap
 from dalenius.releases.synthetic import SynthPlan, SynthRequest, plan_synthetic
-from dalenius.sql.to_plan import Resolved, to_query
+from dalenius.sql.bind import Resolved, to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 from dalenius.sql.validate import located
 

@@ -15,7 +15,7 @@ from dalenius.core.catalog import Catalog, Table
 from dalenius.core.loss import PureDP
 from dalenius.plan.nodes import DPQuery, Measurement, Query
 from dalenius.sql.filters import product_filter
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 
 
 def keyed_counts(

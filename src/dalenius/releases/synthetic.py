@@ -68,7 +68,7 @@ from dalenius.plan.protocol import (
 )
 from dalenius.releases.density import rho_for
 from dalenius.sql.filters import product_filter
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 
 SYNTHETIC_FORMAT = "synthetic-1"

@@ -32,7 +32,7 @@ from dalenius.core.loss import PureDP
 from dalenius.plan.expr import BinOp, Col, Expr, Func, Lit
 from dalenius.plan.nodes import DPQuery, Measurement, Query, output_fields
 from dalenius.sql.filters import product_filter
-from dalenius.sql.to_plan import to_query
+from dalenius.sql.bind import to_query
 from dalenius.sql.to_sql import ExactSQL, exact_queries
 
 MAX_BINS = 1_000_000

@@ -8,7 +8,7 @@ measurements before ε is split). :func:`rewrite` applies every rule in order, l
 acts only on its kind of plan and when the :class:`Context` carries what it needs, so the pipeline
 runs at several points with the same tuple:
 
-* after binding (:func:`dalenius.sql.to_plan.to_query`), with the SQL's BigQuery options:
+* after binding (:func:`dalenius.sql.bind.to_query`), with the SQL's BigQuery options:
   :func:`~dalenius.plan.rewrite.bigquery_per_unit.bigquery_per_unit` reshapes a ``SELECT WITH
   DIFFERENTIAL_PRIVACY`` query into BigQuery's per-unit semantics;
 * before compiling (:meth:`dalenius.engine.session.Session.prepare`), with a reader of public

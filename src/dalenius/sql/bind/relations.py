@@ -1,0 +1,620 @@
+"""Binding what a query reads: FROM, WITH, joins, subqueries and per-unit subqueries.
+
+Each builds a source (a relation and its privacy unit), refusing every shape whose rows could not
+be tied back to a bounded contribution of one privacy unit. It builds on :mod:`.aggregates`
+because a per-unit subquery (``GROUP BY pid``) aggregates.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Literal
+
+from sqlglot import exp
+
+from dalenius.core.catalog import Table
+from dalenius.core.unit import IdUnit
+from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, per_unit_bounds, type_of
+from dalenius.plan.expr import Col, Expr
+from dalenius.plan.nodes import (
+    AggCall,
+    Field,
+    Filter,
+    Join,
+    Project,
+    Relation,
+    Scan,
+    UnitAggregate,
+    UnitSpec,
+    with_fields,
+)
+from dalenius.sql import aggregates
+from dalenius.sql.bind.aggregates import _Aggregates
+from dalenius.sql.bind.base import _info, _Source
+from dalenius.sql.expressions import Converter
+
+_SAFE = re.compile(r"[^A-Za-z0-9_]")
+
+
+class _Relations(_Aggregates):
+    """The FROM side of the binder: sources built from tables, joins and subqueries."""
+
+    # -- FROM -----------------------------------------------------------------------------------
+
+    def ctes(self, tree: exp.Select) -> dict[str, exp.Select]:
+        with_ = tree.args.get("with_") or tree.args.get("with")
+        if with_ is None:
+            return {}
+        if with_.args.get("recursive"):
+            raise self.error(
+                "WITH RECURSIVE is not supported.", with_, clause="WITH", fix="remove RECURSIVE."
+            )
+        out: dict[str, exp.Select] = {}
+        for cte in with_.expressions:
+            if not isinstance(cte.this, exp.Select):
+                raise self.error(
+                    "a WITH query must be a SELECT.", cte, clause="WITH", fix="use a plain SELECT."
+                )
+            out[cte.alias.lower()] = cte.this
+        return out
+
+    def from_clause(self, tree: exp.Select, ctes: dict[str, exp.Select]) -> _Source:
+        from_ = tree.args.get("from_") or tree.args.get("from")
+        if from_ is None:
+            raise self.error(
+                "the query reads no table.",
+                None,
+                clause="FROM",
+                fix=f"add FROM with one of: {', '.join(self.catalog.table_names)}.",
+            )
+        source = self.source(from_.this, ctes)
+        for join in tree.args.get("joins") or []:
+            source = self.join(source, join, ctes)
+        where = tree.args.get("where")
+        if where is not None:
+            converter = self.converter(source)
+            predicate = converter.convert(where.this, "WHERE")
+            if converter.type_of(predicate, node=where.this, clause="WHERE") not in (
+                "bool",
+                "null",
+            ):
+                raise self.error(
+                    "the condition is not true/false.",
+                    where.this,
+                    clause="WHERE",
+                    fix="compare it with something, e.g. WHERE age >= 40",
+                )
+            source.relation = Filter(source.relation, predicate)
+        return source
+
+    def source(self, node: exp.Expr, ctes: dict[str, exp.Select]) -> _Source:
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            if node.args.get("db") or node.args.get("catalog"):
+                raise self.error(
+                    "qualified table names are not supported.",
+                    node,
+                    clause="FROM",
+                    fix=f"write FROM {node.name}",
+                )
+            alias = node.alias or node.name
+            cte = ctes.get(node.name.lower())
+            if cte is not None:
+                if node.name.lower() in self.building:
+                    raise self.error(
+                        f"the WITH query {node.name!r} refers to itself.",
+                        node,
+                        clause="WITH",
+                        fix="read a catalog table inside the WITH query; recursion is not supported.",
+                    )
+                self.building.add(node.name.lower())
+                try:
+                    return self.subquery(cte, alias, ctes)
+                finally:
+                    self.building.discard(node.name.lower())
+            table = self.catalog.table(node.name)
+            if table is None:
+                names = list(self.catalog.table_names) + sorted(ctes)
+                raise self.error(
+                    f"unknown table {node.name!r}.",
+                    node,
+                    clause="FROM",
+                    fix=f"use one of: {', '.join(names)}.",
+                )
+            return self.scan(table, alias)
+        if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
+            if not node.alias:
+                raise self.error(
+                    "a subquery in FROM needs an alias.",
+                    node,
+                    clause="FROM",
+                    fix="write (SELECT ...) AS t.",
+                )
+            return self.subquery(node.this, node.alias, ctes)
+        raise self.error(
+            "FROM takes a table, a WITH name, or a (SELECT ...) subquery.",
+            node,
+            clause="FROM",
+            fix="select FROM a catalog table.",
+        )
+
+    def fresh_id(self, alias: str, name: str) -> str:
+        base = _SAFE.sub("_", f"{alias}__{name}")
+        candidate, n = base, 2
+        while candidate in self.used_ids:
+            candidate, n = f"{base}_{n}", n + 1
+        self.used_ids.add(candidate)
+        return candidate
+
+    def scan(self, table: Table, alias: str) -> _Source:
+        unit_col = table.privacy_unit.column if isinstance(table.privacy_unit, IdUnit) else None
+        fields = [
+            Field(
+                id=self.fresh_id(alias, c.name),
+                name=c.name,
+                qualifier=alias,
+                type=c.type,
+                bounds=c.bounds,
+                keys=c.keys,
+                nullable=c.nullable,
+                unit=unit_col is not None and c.name.lower() == unit_col.lower(),
+            )
+            for c in table.columns
+        ]
+        relation = Scan(table=table.name, alias=alias, fields=tuple(fields))
+        if table.public:
+            return _Source(relation, fields, None, [table])
+        unit = table.privacy_unit
+        if isinstance(unit, IdUnit):
+            unit_field = next(f.id for f in fields if f.unit)
+            spec = UnitSpec(
+                "id",
+                unit_field,
+                unit.max_rows,
+                unit.max_groups,
+                f"each {unit.column} of {table.name} (at most {_plural(unit.max_rows, 'row')} "
+                f"in {_plural(unit.max_groups, 'group')} each)",
+            )
+        else:
+            spec = UnitSpec("row", None, 1, 1, f"each row of {table.name}")
+        return _Source(relation, fields, spec, [table])
+
+    def join(self, left: _Source, join: exp.Join, ctes: dict[str, exp.Select]) -> _Source:
+        """The source ``left`` joined with the table or subquery of ``join`` (refusing unsupported shapes).
+
+        Long because it is the allow-list of join shapes: each refusal (join kind, shared
+        qualifiers, two private tables not on their unit, the public side's shape) carries its own
+        message and fix, checked in the order that gives the most useful one.
+        """
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        # An allow-list: a kind the planner does not implement (SEMI, ANTI, CROSS, ...) is refused,
+        # never run as an inner join.
+        if (
+            side not in ("", "LEFT")
+            or kind not in ("", "INNER", "OUTER")
+            or (kind, side)
+            == (
+                "OUTER",
+                "",
+            )
+        ):
+            written = (side + " " + kind).strip()
+            raise self.error(
+                f"{written} JOIN is not supported.",
+                join,
+                clause="JOIN",
+                why="only inner and left joins are planned; another kind would be answered as a "
+                "different question.",
+                fix="use JOIN or LEFT JOIN on one equality"
+                + (
+                    "; to keep rows with a match, filter with IN ('a', 'b') on the public keys."
+                    if kind in ("SEMI", "ANTI")
+                    else "."
+                ),
+            )
+        right = self.source(join.this, ctes)
+        for part in (left, right):
+            if part.unit is not None and part.unit.kind == "aggregated":
+                raise self.error(
+                    "a per-unit aggregate (a subquery grouped by the privacy unit) cannot be joined.",
+                    join,
+                    clause="JOIN",
+                    why="the join could repeat each person's row, and their bounded value, many times.",
+                    fix="do the join inside the subquery, before grouping by the unit.",
+                    privacy=True,
+                )
+        if not {f.qualifier for f in right.fields}.isdisjoint({f.qualifier for f in left.fields}):
+            raise self.error(
+                "the same alias is used twice.",
+                join,
+                clause="JOIN",
+                fix="give each table its own alias.",
+            )
+        join_kind: Literal["inner", "left"] = "left" if side == "LEFT" else "inner"
+        if join_kind == "left":
+            # Rows without a match are extended with NULLs: nothing on the right is non-nullable.
+            nullable = [replace(f, nullable=True) for f in right.fields]
+            right = _Source(
+                with_fields(right.relation, nullable), nullable, right.unit, right.tables
+            )
+        both = _Source(
+            left.relation, left.fields + right.fields, left.unit, left.tables + right.tables
+        )
+        left_key, right_key = self.join_keys(join, left, right, both)
+        if left.private and right.private:
+            assert left.unit is not None and right.unit is not None
+            if (
+                left.unit.kind != "id"
+                or right.unit.kind != "id"
+                or {left_key, right_key} != {left.unit.field, right.unit.field}
+            ):
+                raise self.error(
+                    "two private tables can only be joined on their privacy unit.",
+                    join,
+                    clause="JOIN",
+                    why="any other join can multiply one person's rows without limit.",
+                    fix="join on the id column both tables declare as privacy_unit, e.g. ON a.pid = b.pid.",
+                    privacy=True,
+                )
+            # One unit's rows multiply across the join: up to R_left × R_right joined rows, in
+            # at most as many groups as either side allows (the engine enforces both caps).
+            unit = replace(
+                left.unit,
+                max_rows=left.unit.max_rows * right.unit.max_rows,
+                max_groups=max(left.unit.max_groups, right.unit.max_groups),
+                description=f"{left.unit.description}, joined with {right.unit.description}",
+            )
+            relation: Relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
+            return _Source(relation, both.fields, unit, both.tables)
+        if not left.private and not right.private:
+            raise self.error(
+                "joining two public tables is not supported.",
+                join,
+                clause="JOIN",
+                fix="join each public table to the private table directly.",
+            )
+        private, public = (left, right) if left.private else (right, left)
+        if not isinstance(public.relation, Scan):
+            raise self.error(
+                "the public side of a join must be a table.",
+                join,
+                clause="JOIN",
+                fix="join the public table itself.",
+            )
+        if join_kind == "left" and not left.private:
+            raise self.error(
+                "a LEFT JOIN must keep the private table on the left.",
+                join,
+                clause="JOIN",
+                fix="swap the tables, or use JOIN.",
+            )
+        # The multiplicity is measured on the public table by the engine before costing (-1: to do).
+        pub_key = right_key if public is right else left_key
+        priv_key = left_key if public is right else right_key
+        relation = Join(
+            private.relation, public.relation, priv_key, pub_key, join_kind, multiplicity=-1
+        )
+        return _Source(
+            relation, private.fields + public.fields, private.unit, private.tables + public.tables
+        )
+
+    def join_keys(
+        self, join: exp.Join, left: _Source, right: _Source, both: _Source
+    ) -> tuple[str, str]:
+        using = join.args.get("using")
+        if using:
+            if len(using) != 1:
+                raise self.error(
+                    "USING takes one column here.", join, clause="JOIN", fix="join on one column."
+                )
+            name = using[0].name
+            lf = self.lookup(left.fields, None, name, using[0], "JOIN")
+            rf = self.lookup(right.fields, None, name, using[0], "JOIN")
+            return lf.id, rf.id
+        on = join.args.get("on")
+        if (
+            not isinstance(on, exp.EQ)
+            or not isinstance(on.this, exp.Column)
+            or not isinstance(on.expression, exp.Column)
+        ):
+            raise self.error(
+                "a join needs one equality between a column of each side.",
+                on if on is not None else join,
+                clause="JOIN",
+                why="other join conditions can match one row with arbitrarily many.",
+                fix="write ON a.key = b.key.",
+            )
+        a = self.lookup(both.fields, on.this.table or None, on.this.name, on.this, "JOIN")
+        b = self.lookup(
+            both.fields, on.expression.table or None, on.expression.name, on.expression, "JOIN"
+        )
+        left_ids = {f.id for f in left.fields}
+        if (a.id in left_ids) == (b.id in left_ids):
+            raise self.error(
+                "the join condition must compare a column of each side.",
+                on,
+                clause="JOIN",
+                fix="write ON a.key = b.key.",
+            )
+        lf, rf = (a, b) if a.id in left_ids else (b, a)
+        if lf.type != rf.type:
+            raise self.error(
+                f"the join compares a {lf.type} with a {rf.type}.",
+                on,
+                clause="JOIN",
+                why="the engine would convert one side, and converted values can collide (many keys "
+                "matching one), multiplying rows beyond what was measured.",
+                fix="join columns of the same type.",
+            )
+        return lf.id, rf.id
+
+    def lookup(
+        self, fields: list[Field], qualifier: str | None, name: str, node: exp.Expr, clause: str
+    ) -> Field:
+        matches = [
+            f
+            for f in fields
+            if f.name.lower() == name.lower()
+            and (qualifier is None or (f.qualifier or "").lower() == qualifier.lower())
+        ]
+        if not matches:
+            if qualifier and not any(
+                (f.qualifier or "").lower() == qualifier.lower() for f in fields
+            ):
+                raise self.error(
+                    f"unknown table or alias {qualifier!r}.",
+                    node,
+                    clause=clause,
+                    fix=f"write just {name}.",
+                )
+            visible = sorted({f.name for f in fields if not _internal(f)})
+            raise self.error(
+                f"unknown column {name!r}.",
+                node,
+                clause=clause,
+                fix=f"use one of: {', '.join(visible)}.",
+            )
+        if len(matches) > 1:
+            quals = sorted({m.qualifier or "?" for m in matches})
+            raise self.error(
+                f"column {name!r} is ambiguous.",
+                node,
+                clause=clause,
+                fix=f"qualify it: {' or '.join(f'{q}.{name}' for q in quals)}.",
+            )
+        return matches[0]
+
+    def converter(self, source: _Source, extra: dict[str, FieldInfo] | None = None) -> Converter:
+        infos = {f.id: _info(f) for f in source.fields}
+        if extra:
+            infos.update(extra)
+
+        def resolve(node: exp.Column, clause: str) -> str:
+            return self.lookup(source.fields, node.table or None, node.name, node, clause).id
+
+        return Converter(self.error, infos, resolve)
+
+    # -- subqueries -----------------------------------------------------------------------------
+
+    def subquery(self, select: exp.Select, alias: str, ctes: dict[str, exp.Select]) -> _Source:
+        for key, clause in (
+            ("order", "ORDER BY"),
+            ("limit", "LIMIT"),
+            ("offset", "OFFSET"),
+            ("distinct", "SELECT DISTINCT"),
+        ):
+            if select.args.get(key):
+                raise self.error(
+                    f"{clause} is not supported inside a subquery.",
+                    select.args[key],
+                    clause=clause,
+                    why="it would make which rows count depend on the data.",
+                    fix=f"remove {clause} from the subquery.",
+                    privacy=key == "distinct",
+                )
+        inner_ctes = {**ctes, **self.ctes(select)}
+        inner = self.from_clause(select, inner_ctes)
+        has_aggregate = any(
+            aggregates.recognise(n) is not None
+            for item in select.expressions
+            for n in item.walk()
+            if isinstance(n, exp.Expr)
+        )
+        if select.args.get("group") is not None or has_aggregate:
+            return self.per_unit(select, alias, inner)
+        if select.args.get("having") is not None:
+            raise self.error(
+                "HAVING needs GROUP BY.", select.args["having"], clause="HAVING", fix="use WHERE."
+            )
+        return self.projection(select, alias, inner)
+
+    def projection(self, select: exp.Select, alias: str, inner: _Source) -> _Source:
+        """A non-aggregating SELECT over ``inner``, as a :class:`Project` source named ``alias``.
+
+        Long because it resolves every kind of select item (star, column, expression, alias) and
+        carries the privacy unit's field through the projection, refusing each shape that would lose
+        it.
+        """
+        converter = self.converter(inner)
+        infos = {f.id: _info(f) for f in inner.fields}
+        fields: list[Field] = []
+        exprs: list[Expr] = []
+        for item in select.expressions:
+            if isinstance(item, exp.Star):
+                for f in inner.fields:
+                    fields.append(replace(f, id=self.fresh_id(alias, f.name), qualifier=alias))
+                    exprs.append(Col(f.id))
+                continue
+            node = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(node, exp.Column) and isinstance(node.this, exp.Star):
+                raise self.error(
+                    "t.* is not supported in a subquery.",
+                    item,
+                    clause="SELECT",
+                    fix="list the columns.",
+                )
+            name = (
+                item.alias
+                if isinstance(item, exp.Alias)
+                else (node.name if isinstance(node, exp.Column) else None)
+            )
+            if not name:
+                raise self.error(
+                    "a derived column in a subquery needs a name.",
+                    item,
+                    clause="SELECT",
+                    fix="add AS name.",
+                )
+            expr = converter.convert(node, "SELECT")
+            col_type = type_of(expr, infos)
+            if isinstance(expr, Col):
+                src = next(f for f in inner.fields if f.id == expr.name)
+                fields.append(
+                    replace(src, id=self.fresh_id(alias, name), name=name, qualifier=alias)
+                )
+            else:
+                numeric = col_type in ("int", "float")
+                fields.append(
+                    Field(
+                        id=self.fresh_id(alias, name),
+                        name=name,
+                        qualifier=alias,
+                        type=col_type if col_type != "null" else "int",
+                        bounds=bounds_of(expr, infos) if numeric else None,
+                        keys=keys_of(expr, infos),
+                        nullable=True,
+                    )
+                )
+            exprs.append(expr)
+        unit = inner.unit
+        if (
+            unit is not None
+            and unit.field is not None
+            and not any(isinstance(e, Col) and e.name == unit.field for e in exprs)
+        ):
+            # Carry the unit id along even when the SELECT list drops it.
+            src = next(f for f in inner.fields if f.id == unit.field)
+            fields.append(
+                replace(src, id=self.fresh_id(alias, "__unit"), name="__unit", qualifier=alias)
+            )
+            exprs.append(Col(unit.field))
+        if unit is not None and unit.field is not None:
+            carried = next(
+                f
+                for f, e in zip(fields, exprs, strict=True)
+                if isinstance(e, Col) and e.name == unit.field
+            )
+            unit = replace(unit, field=carried.id)
+        relation = Project(inner.relation, tuple(fields), tuple(exprs))
+        return _Source(relation, fields, unit, inner.tables)
+
+    def per_unit(self, select: exp.Select, alias: str, inner: _Source) -> _Source:
+        """An aggregating subquery grouped by the privacy unit, as a :class:`UnitAggregate` source.
+
+        Long because it checks an aggregating subquery's shape refusal by refusal (GROUP BY the unit
+        alone, per-unit aggregates only, HAVING, DISTINCT), each with its message and fix, before
+        building the UnitAggregate.
+        """
+        if inner.unit is None or inner.unit.kind != "id":
+            raise self.error(
+                "an aggregating subquery must group by the privacy unit of a table with an id privacy unit.",
+                select,
+                clause="GROUP BY",
+                why="only a per-unit aggregate has a known bound on what one person contributes.",
+                fix="aggregate in the outer query instead.",
+                privacy=True,
+            )
+        group = select.args.get("group")
+        unit_id = inner.unit.field
+        items = list(group.expressions) if group is not None else []
+        converter = self.converter(inner)
+        ok = (
+            len(items) == 1
+            and isinstance(items[0], exp.Column)
+            and converter.convert(items[0], "GROUP BY") == Col(unit_id or "")
+        )
+        if not ok:
+            unit_name = next(f.name for f in inner.fields if f.id == unit_id)
+            raise self.error(
+                f"an aggregating subquery must GROUP BY the privacy unit ({unit_name}) alone.",
+                group or select,
+                clause="GROUP BY",
+                why="then the outer query sees each person once, with a bounded value.",
+                fix=f"write GROUP BY {unit_name}.",
+                privacy=True,
+            )
+        rows = inner.unit.max_rows
+        fields: list[Field] = []
+        calls: list[AggCall] = []
+        unit_src = next(f for f in inner.fields if f.id == unit_id)
+        unit_field = replace(unit_src, id=self.fresh_id(alias, unit_src.name), qualifier=alias)
+        for item in select.expressions:
+            node = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(node, exp.Column) and converter.convert(node, "SELECT") == Col(
+                unit_id or ""
+            ):
+                unit_field = replace(
+                    unit_field, name=item.alias if isinstance(item, exp.Alias) else unit_src.name
+                )
+                continue
+            call = aggregates.recognise(node)
+            if (
+                call is None
+                or call.func not in ("count", "sum", "avg", "min", "max")
+                or call.distinct
+            ):
+                raise self.error(
+                    "a per-unit subquery may select the unit and COUNT, SUM, AVG, MIN or MAX.",
+                    node,
+                    clause="SELECT",
+                    fix="compute other statistics in the outer query.",
+                )
+            if not isinstance(item, exp.Alias):
+                raise self.error(
+                    "a per-unit aggregate needs a name.", item, clause="SELECT", fix="add AS name."
+                )
+            agg = self.agg_call(call, node, inner, converter, "SELECT")
+            bounds = per_unit_bounds(call.func, agg.bounds, rows)
+            col_type = (
+                "int" if call.func == "count" else agg.arg_type if call.func != "avg" else "float"
+            )
+            calls.append(replace(agg, bounds=bounds))
+            fields.append(
+                Field(
+                    id=self.fresh_id(alias, item.alias),
+                    name=item.alias,
+                    qualifier=alias,
+                    type=col_type,
+                    bounds=bounds,
+                    nullable=True,
+                )
+            )
+        unit_field = replace(unit_field, unit=True)
+        out_fields = [unit_field, *fields]
+        relation: Relation = UnitAggregate(
+            inner.relation, unit_id or "", tuple(out_fields), tuple(calls)
+        )
+        unit = UnitSpec(
+            "aggregated",
+            unit_field.id,
+            1,
+            1,
+            f"{inner.unit.description}; one row per unit after {alias}",
+        )
+        source = _Source(relation, out_fields, unit, inner.tables)
+        having = select.args.get("having")
+        if having is not None:
+            predicate = self.converter(source).convert(having.this, "HAVING")
+            source.relation = Filter(source.relation, predicate)
+        return source
+
+
+def _internal(field: Field) -> bool:
+    """Fields Dalenius adds itself (the carried unit id, BigQuery's per-unit values)."""
+    return field.name.startswith("__") or (field.qualifier or "").startswith("__")
+
+
+def _plural(n: int, noun: str) -> str:
+    """``1 row``, ``5 rows``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -1,0 +1,226 @@
+"""The binder's entry point: one SELECT statement, its in-SQL privacy options, its aggregate query.
+
+:func:`to_query` parses the text, binds it floor by floor (relations, then outputs) and applies
+the plan's rewrite rules; what it returns, :class:`Resolved`, is all the engine needs to cost and
+answer the query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dalenius.core.catalog import Catalog, Table
+from dalenius.core.errors import QueryError
+from dalenius.core.loss import as_fraction
+from dalenius.plan.nodes import Query
+from dalenius.plan.rewrite import BigQueryOptions, Context, rewrite
+from dalenius.sql import aggregates, bigquery, validate
+from dalenius.sql.bind.base import _Source
+from dalenius.sql.bind.outputs import _State
+from dalenius.sql.bind.relations import _Relations
+from dalenius.sql.parse import DEFAULT_DIALECT, parse
+
+MAX_GROUPS_CONTRIBUTED = 1_000_000
+"""Largest ``max_groups_contributed``: the noise grows with it, and past this it drowns any answer."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Privacy parameters given inside the SQL (BigQuery syntax), if any."""
+
+    epsilon: Fraction | None = None
+    delta: Fraction | None = None
+    max_groups: int | None = None
+    unit_column: str | None = None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A validated query: its logical plan, the tables it reads, and in-SQL privacy options."""
+
+    query: Query
+    tables: tuple[Table, ...]
+    options: Options = Options()
+
+    @property
+    def table(self) -> Table:
+        """The (first) private table the query reads."""
+        return self.tables[0]
+
+
+def to_query(sql: str, catalog: Catalog, dialect: str = DEFAULT_DIALECT) -> Resolved:
+    """Parse and validate ``sql`` against ``catalog``; build its logical plan.
+
+    Raises:
+        QueryError: for syntax errors, unknown names and unsupported constructs.
+        PrivacyRefusal: for constructs whose privacy cost cannot be bounded.
+
+    Example:
+        >>> from dalenius.core.catalog import parse_catalog
+        >>> cat = parse_catalog('''
+        ... [tables.t]
+        ... source = { csv = "/dev/null" }
+        ... privacy_unit = "row"
+        ... columns = { age = { type = "int", bounds = [0, 100] } }
+        ... ''')
+        >>> [a.label for a in to_query("SELECT COUNT(*), AVG(age) FROM t", cat).query.aggregates]
+        ['COUNT(*)', 'AVG(age)']
+    """
+    extracted = bigquery.extract(sql)
+    tree = parse(extracted.sql, "bigquery" if extracted.enabled else dialect)
+    return _Planner(sql, catalog, extracted).build(tree)
+
+
+class _Planner(_Relations):
+    """The statement: its options and the aggregate query over the source the relations built."""
+
+    # -- the statement --------------------------------------------------------------------------
+
+    def build(self, tree: exp.Expr) -> Resolved:
+        if not isinstance(tree, exp.Select):
+            kind = type(tree).__name__.upper()
+            raise self.error(
+                f"only SELECT queries can be answered, not {kind}.",
+                None,
+                clause="statement",
+                fix="write a SELECT with aggregates, e.g. SELECT COUNT(*) FROM adult",
+            )
+        options = self.options()
+        ctes = self.ctes(tree)
+        source = self.from_clause(tree, ctes)
+        if not source.private:
+            raise self.error(
+                "the query reads only public tables.",
+                tree.args.get("from_") or tree.args.get("from"),
+                clause="FROM",
+                fix="query public tables directly: they need no privacy protection.",
+            )
+        if options.unit_column is not None:
+            self.check_unit_option(source, options.unit_column)
+        if options.max_groups is not None and source.unit is not None and source.unit.kind == "id":
+            source.unit = replace(source.unit, max_groups=options.max_groups)
+        if self.extracted.bounds and not self.extracted.enabled:
+            raise self.error(
+                "contribution_bounds_per_group belongs to SELECT WITH DIFFERENTIAL_PRIVACY queries.",
+                None,
+                clause="SELECT",
+                fix="add WITH DIFFERENTIAL_PRIVACY OPTIONS (...) after SELECT, or drop the bounds.",
+            )
+        query = self.aggregate_query(tree, source, top=True)
+        context = Context(
+            bigquery=BigQueryOptions(self.explicit_per_unit, self.fresh_id)
+            if self.extracted.enabled
+            else None
+        )
+        try:
+            query = rewrite(query, context)
+        except QueryError as exc:  # a rule's refusal: point at its clause
+            raise validate.located(exc, self.sql) from None
+        return Resolved(query=query, tables=tuple(source.tables), options=options)
+
+    def options(self) -> Options:
+        raw = self.extracted.options
+        if not self.extracted.enabled:
+            return Options()
+        clause = "WITH DIFFERENTIAL_PRIVACY"
+        epsilon = delta = None
+        if "epsilon" in raw:
+            epsilon = as_fraction(raw["epsilon"], "epsilon")
+        if "delta" in raw:
+            delta = as_fraction(raw["delta"], "delta", allow_zero=True)
+        max_groups = None
+        if "max_groups_contributed" in raw:
+            text = raw["max_groups_contributed"]
+            max_groups = int(text) if text.isdigit() and len(text) <= 9 else 0
+            if not 1 <= max_groups <= MAX_GROUPS_CONTRIBUTED:
+                shown = text if len(text) <= 30 else f"{text[:20]}..."
+                raise self.error(
+                    "max_groups_contributed must be a whole number from 1 to "
+                    f"{MAX_GROUPS_CONTRIBUTED:,}, got {shown!r}.",
+                    None,
+                    clause=clause,
+                    fix="write max_groups_contributed = 1.",
+                )
+        return Options(
+            epsilon=epsilon,
+            delta=delta,
+            max_groups=max_groups,
+            unit_column=raw.get("privacy_unit_column"),
+        )
+
+    def check_unit_option(self, source: _Source, column: str) -> None:
+        assert source.unit is not None
+        unit_field = next((f for f in source.fields if f.id == source.unit.field), None)
+        if unit_field is None or unit_field.name.lower() != column.lower():
+            declared = unit_field.name if unit_field else "one row"
+            raise self.error(
+                f"privacy_unit_column = {column} does not match the catalog's privacy unit ({declared}).",
+                None,
+                clause="WITH DIFFERENTIAL_PRIVACY",
+                why="the custodian declares what a privacy unit is; a query cannot choose another.",
+                fix=f"write privacy_unit_column = {declared}, or leave the option out."
+                if unit_field
+                else "leave privacy_unit_column out: this table protects each row.",
+                privacy=True,
+            )
+
+    # -- the aggregate query --------------------------------------------------------------------
+
+    def aggregate_query(self, tree: exp.Select, source: _Source, *, top: bool) -> Query:
+        assert source.unit is not None
+        if tree.args.get("distinct") is not None:
+            raise self.error(
+                "SELECT DISTINCT lists individual values.",
+                tree.args["distinct"],
+                clause="SELECT",
+                why="distinct values can reveal a single person's data; only aggregates are released.",
+                fix="use GROUP BY and COUNT(*).",
+                privacy=True,
+            )
+        state = _State(self, source)
+        state.group_by(tree)
+        state.select_list(tree)
+        state.having(tree)
+        state.order_by(tree)
+        limit, offset = self.limit(tree)
+        if not state.aggs:
+            raise self.error(
+                "the query selects no aggregate.",
+                tree.expressions[0] if tree.expressions else None,
+                clause="SELECT",
+                why="only aggregates over many rows are released, never individual rows.",
+                fix=f"select an aggregate: {aggregates.SUPPORTED}.",
+                privacy=True,
+            )
+        return Query(
+            relation=source.relation,
+            unit=source.unit,
+            group_by=tuple(state.keys),
+            aggregates=tuple(state.aggs),
+            outputs=tuple(state.outputs),
+            having=state.having_expr,
+            order_by=tuple(state.order),
+            limit=limit,
+            offset=offset,
+        )
+
+    def limit(self, tree: exp.Select) -> tuple[int | None, int]:
+        def number(node: exp.Expr | None, clause: str) -> int | None:
+            if node is None:
+                return None
+            value = node.expression if isinstance(node, exp.Limit | exp.Offset) else node
+            if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+                return int(value.this)
+            raise self.error(
+                f"{clause} takes a non-negative integer.",
+                node,
+                clause=clause,
+                fix=f"write {clause} 10.",
+            )
+
+        limit = number(tree.args.get("limit"), "LIMIT")
+        offset = number(tree.args.get("offset"), "OFFSET") or 0
+        return limit, offset
