@@ -7,7 +7,7 @@ form divided by the raw ``SUM``: the CASE clip Dalenius generates (the within-bo
 and the CASE it generated before (two tests, then ELSE), ``LEAST(GREATEST(x, lo), hi)`` without
 and with the NULL guard it would need (the engines' GREATEST/LEAST skip NULLs), and the
 fixed-point double sum with and without the clamp to ±row_units that can never bind within
-``dalenius.sql.to_sql._rounding_below``.
+``dalenius.sql.emit.numeric._rounding_below``.
 
 Each form runs on two copies of the columns: an in-memory table (how the DuckDB executor holds a
 CSV source) and the Parquet file itself (how it reads a Parquet source). They differ: DuckDB

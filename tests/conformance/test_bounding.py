@@ -3,7 +3,7 @@ measurement by at most the sensitivity the plan charges, and keeps at most ``max
 most ``max_groups`` groups, whatever rows the keyed hash happens to keep.
 
 The keyed hash that ranks a unit's groups and rows is one MD5 of one canonical text on every
-engine (:func:`dalenius.sql.dialects.keyed_hash`), so for the same hash key every engine keeps the
+engine (:func:`dalenius.sql.emit.dialects.keyed_hash`), so for the same hash key every engine keeps the
 same rows and gives the same exact answers; the last tests check that across engines.
 """
 
@@ -18,8 +18,8 @@ from tests.support.exact import exact_units_for
 
 from dalenius.core.dialect import Dialect
 from dalenius.engine.session import Session
-from dalenius.sql import to_sql
-from dalenius.sql.dialects import keyed_hash
+from dalenius.sql.emit import statements
+from dalenius.sql.emit.dialects import keyed_hash
 
 QUERIES = [
     "SELECT day, COUNT(*), SUM(amount) FROM visits GROUP BY day",
@@ -83,9 +83,9 @@ def _canonical(rows: list[tuple[object, ...]]) -> list[str]:
 def _every_unit_ranked(sql: str) -> str:
     """The statement with every unit treated as over its caps: every row is ranked.
 
-    Rows bounded as rows (:func:`dalenius.sql.to_sql.bounded`) name the units over their caps in
+    Rows bounded as rows (:func:`dalenius.sql.emit.bounding.bounded`) name the units over their caps in
     a ``HAVING NOT``; a statement aggregating each unit once
-    (:func:`dalenius.sql.to_sql.bounded_aggregate`) marks them ``__over_caps``.
+    (:func:`dalenius.sql.emit.bounding.bounded_aggregate`) marks them ``__over_caps``.
     """
     if "HAVING NOT " in sql:
         assert sql.count("HAVING NOT ") == 1, sql
@@ -147,7 +147,7 @@ def test_aggregating_each_unit_once_answers_as_bounding_the_rows_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The main statement that aggregates each unit once gives the answers, bit for bit, of the
-    statement that aggregates the bounded rows (:func:`dalenius.sql.to_sql.bounded`), for the
+    statement that aggregates the bounded rows (:func:`dalenius.sql.emit.bounding.bounded`), for the
     same hash key: units within their caps in one group or several, over either cap, NULL,
     boolean and text keys with and without a public list, a constant key, and no row at all."""
     session = sessions_on(engine)["mixed"]
@@ -157,10 +157,10 @@ def test_aggregating_each_unit_once_answers_as_bounding_the_rows_does(
     for sql, delta in PER_UNIT_QUERIES:
         plan = session.prepare(sql, 1, delta).plan
         for salt in (17, 1_000_020):
-            per_unit = to_sql.exact_queries(plan, dialect, salt=salt).main
+            per_unit = statements.exact_queries(plan, dialect, salt=salt).main
             with monkeypatch.context() as patch:
-                patch.setattr(to_sql, "bounded_aggregate", lambda *a, **k: None)
-                rows = to_sql.exact_queries(plan, dialect, salt=salt).main
+                patch.setattr(statements, "bounded_aggregate", lambda *a, **k: None)
+                rows = statements.exact_queries(plan, dialect, salt=salt).main
             # COUNT(DISTINCT x) does not add up over units: the rows are bounded instead.
             counts_distinct = any(m.kind == "count_distinct" for m in plan.measurements)
             assert ("__over_caps" in per_unit) is not counts_distinct, per_unit
@@ -175,7 +175,7 @@ def test_spark_still_ranks_every_row_in_one_read(
     """Spark may evaluate a CTE once per reference: the per-unit statement is not used there."""
     session = sessions_on("duckdb")["mixed"]
     plan = session.prepare(MIXED_QUERIES[1][0], 1).plan
-    spark = to_sql.exact_queries(plan, "spark", salt=3).main
+    spark = statements.exact_queries(plan, "spark", salt=3).main
     assert "__over_caps" not in spark
     assert "WITH" not in spark
 

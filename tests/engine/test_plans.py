@@ -22,7 +22,7 @@ from dalenius.core.errors import QueryError
 from dalenius.engine import plans
 from dalenius.engine.plans import PlanCache, SaltedTemplate, learn
 from dalenius.engine.session import Session, connect
-from dalenius.sql.to_sql import exact_queries
+from dalenius.sql.emit import exact_queries
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

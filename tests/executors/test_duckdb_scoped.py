@@ -23,7 +23,7 @@ from dalenius.core.loss import PureDP
 from dalenius.engine.session import Session, connect
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger.memory import MemoryLedger
-from dalenius.sql.to_sql import exact_queries
+from dalenius.sql.emit import exact_queries
 
 COLUMNS = (
     'pid = "int"\n'

@@ -15,7 +15,7 @@ from dalenius.core.catalog import Catalog, parse_catalog
 from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.executors.pg_functions import FUNCTIONS
 from dalenius.executors.postgres import PostgresExecutor, redact
-from dalenius.sql.dialects import POSTGRES_FUNCTIONS
+from dalenius.sql.emit.dialects import POSTGRES_FUNCTIONS
 
 pytestmark = pytest.mark.postgres
 

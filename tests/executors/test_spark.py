@@ -16,7 +16,7 @@ from dalenius.core.catalog import Catalog, parse_catalog
 from dalenius.core.dialect import SPARK
 from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.executors.spark import SparkExecutor, shared_session
-from dalenius.sql.dialects import exact_sum
+from dalenius.sql.emit.dialects import exact_sum
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ from dalenius.plan.derive import FieldInfo, bounds_of, type_of
 from dalenius.plan.evaluate import evaluate
 from dalenius.plan.expr import Col, Func, Lit
 from dalenius.plan.functions import DIALECTS, FUNCTIONS, POST_FUNCTIONS, FunctionSpec
+from dalenius.sql.emit import Compiler
 from dalenius.sql.expressions import FUNCS, KNOWN_NAMES
-from dalenius.sql.to_sql import Compiler
 
 SPECS = list(FUNCTIONS.values())
 

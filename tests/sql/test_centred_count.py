@@ -14,7 +14,7 @@ import duckdb
 from dalenius.plan.derive import FieldInfo
 from dalenius.plan.expr import Col
 from dalenius.plan.nodes import Measurement
-from dalenius.sql.to_sql import Compiler
+from dalenius.sql.emit import Compiler
 
 
 def test_the_centred_sum_counts_the_column_and_keeps_its_value() -> None:

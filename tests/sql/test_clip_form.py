@@ -19,7 +19,7 @@ import pytest
 from sqlglot import exp
 from tests.conformance.engines import connect_admin
 
-from dalenius.sql.to_sql import _clip
+from dalenius.sql.emit.numeric import _clip
 
 BOUNDS = [
     (Fraction(0), Fraction(100)),

@@ -15,7 +15,7 @@ import pytest
 from dalenius.plan.expr import Col
 from dalenius.plan.nodes import Measurement
 from dalenius.plan.sensitivity import sum_grid, sum_sq_grid
-from dalenius.sql.to_sql import Compiler
+from dalenius.sql.emit import Compiler
 
 CASES = [
     ((Fraction(0), Fraction(500000)), Fraction(0)),

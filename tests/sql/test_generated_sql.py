@@ -21,7 +21,7 @@ from dalenius.engine.session import Session, connect
 from dalenius.executors import duckdb as duckdb_executor
 from dalenius.executors import postgres as postgres_executor
 from dalenius.executors import spark as spark_executor
-from dalenius.sql.to_sql import exact_queries
+from dalenius.sql.emit import exact_queries
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "generated_sql.txt"
 DIALECTS = ("duckdb", "postgres", "spark")

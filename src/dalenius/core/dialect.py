@@ -5,9 +5,9 @@ an engine *does* (``dialect.ieee_doubles``) rather than on which engine it is
 (``dialect == "postgres"``), and adding an engine means filling in one more object. The objects
 hold facts and the text-level helpers (identifier quoting, type names) that the executors and the
 engine need for the few statements they write themselves; the sqlglot expressions that use the
-facts are built in :mod:`dalenius.sql.dialects` (only ``dalenius.sql`` imports sqlglot). An
+facts are built in :mod:`dalenius.sql.emit.dialects` (only ``dalenius.sql`` imports sqlglot). An
 executor names its dialect (:attr:`dalenius.executors.base.Executor.dialect`), and
-:func:`dalenius.sql.to_sql.exact_queries` writes SQL for it.
+:func:`dalenius.sql.emit.exact_queries` writes SQL for it.
 
 Example:
     >>> POSTGRES.quote('we"ird'), SPARK.quote("a`b")

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dalenius.core.catalog import Catalog
-from dalenius.sql.to_sql import ExactSQL
+from dalenius.sql.emit import ExactSQL
 
 T = TypeVar("T")
 

@@ -98,7 +98,7 @@ from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hi
 from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRequest, plan_onthemap
 from dalenius.releases.synthetic import SynthPlan, SynthRequest, plan_synthetic
 from dalenius.sql.bind import Resolved, to_query
-from dalenius.sql.to_sql import ExactSQL, exact_queries
+from dalenius.sql.emit import ExactSQL, exact_queries
 from dalenius.sql.validate import located
 
 T = TypeVar("T")

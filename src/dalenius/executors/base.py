@@ -46,7 +46,7 @@ class Executor(abc.ABC):
         """``sql`` as this engine should run it, knowing which columns it reads of each table.
 
         ``reads`` pairs table names with the columns read of them
-        (:attr:`dalenius.sql.to_sql.ExactSQL.reads`). An engine whose tables are relations
+        (:attr:`dalenius.sql.emit.ExactSQL.reads`). An engine whose tables are relations
         that convert every declared column on each query may scan just those columns instead;
         the answer is the same either way. By default ``sql`` is run as it is.
         """

@@ -2,7 +2,7 @@
 
 PostgreSQL raises on a double that overflows or underflows (``1e300 * 1e300``, ``1e-300 *
 1e-300``), where DuckDB and Spark give ±∞ and 0 as IEEE 754 says. An error that depended on one
-row's value would reveal it, so the SQL that :mod:`dalenius.sql.dialects` writes for PostgreSQL
+row's value would reveal it, so the SQL that :mod:`dalenius.sql.emit.dialects` writes for PostgreSQL
 calls these functions, which the PostgreSQL executor creates in each session's ``pg_temp`` schema.
 
 They never compute a value that could overflow or underflow: outside a safe zone they decide from
@@ -108,7 +108,7 @@ FUNCTIONS: dict[str, str] = {
         "CAST(LEAST(GREATEST(d, -400), 400) AS integer))) END",
     ),
 }
-"""The ``pg_temp`` functions every session defines (those called by :mod:`dalenius.sql.dialects`
+"""The ``pg_temp`` functions every session defines (those called by :mod:`dalenius.sql.emit.dialects`
 plus ``dalenius_to_double``, the safe NUMERIC → double conversion), in creation order."""
 
 for _name in ("dalenius_add", "dalenius_sub", "dalenius_mul", "dalenius_div", "dalenius_mod"):

@@ -5,7 +5,7 @@ keys of a GROUP BY expression over a column whose domain is public (``LEAST((age
 over the integer bounds of ``age``, ``CASE`` bins, ``LOWER(education)`` over its key list), and to
 post-process released aggregates (``ROUND(AVG(x), 1)``, ``HAVING COUNT(*) > 100``).
 
-Semantics match the SQL Dalenius generates (:mod:`dalenius.sql.to_sql`): integer ``/`` truncates
+Semantics match the SQL Dalenius generates (:mod:`dalenius.sql.emit`): integer ``/`` truncates
 toward zero, ``%`` takes the sign of the dividend, division by zero is NULL, comparisons with
 NULL are NULL, ``AND``/``OR`` use three-valued logic.
 

@@ -6,7 +6,7 @@ result (and which argument types it refuses), how its bounds follow from its arg
 (:func:`dalenius.plan.evaluate.evaluate`), whether it may post-process a released aggregate, the
 sqlglot expression class that reads and writes it (looked up by name in :mod:`dalenius.sql`, so
 this layer never imports sqlglot), and how each engine's SQL spells the call. Adding a function
-is one entry here, plus, in :mod:`dalenius.sql.to_sql`, a case only where an engine needs a guard
+is one entry here, plus, in :mod:`dalenius.sql.emit`, a case only where an engine needs a guard
 the plain call lacks (``ROUND`` half away from zero on PostgreSQL, ``FLOOR`` of a huge double on
 Spark, ``ABS`` of a BIGINT); ``tests/plan/test_functions.py`` checks that every entry is complete.
 

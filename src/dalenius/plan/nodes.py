@@ -249,7 +249,7 @@ class BoundContributions:
     :func:`dalenius.plan.rewrite.bound_contributions.bound_contributions` (as
     :attr:`Query.bounding`) and shown by explain. For
     an ``id`` unit the engine enforces the caps (it ranks each unit's groups and rows by a keyed
-    hash and keeps the first, see :func:`dalenius.sql.to_sql.bounded`); for a ``row`` unit they
+    hash and keeps the first, see :func:`dalenius.sql.emit.bounding.bounded`); for a ``row`` unit they
     follow from the joins' multiplicities; an ``aggregated`` unit has one row per unit already.
 
     Attributes:

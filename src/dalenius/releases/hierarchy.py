@@ -63,7 +63,7 @@ from dalenius.plan.protocol import (
 )
 from dalenius.releases._counts import keyed_counts, norm
 from dalenius.releases.density import rho_for
-from dalenius.sql.to_sql import ExactSQL, exact_queries
+from dalenius.sql.emit import ExactSQL, exact_queries
 
 HIERARCHY_FORMAT = "hierarchy-1"
 """The ledger record's format: the request and every node's noisy count."""

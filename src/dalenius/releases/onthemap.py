@@ -48,7 +48,7 @@ from dalenius.plan.protocol import (
     scaled_epsilon,
 )
 from dalenius.releases._counts import keyed_counts, norm
-from dalenius.sql.to_sql import ExactSQL, exact_queries
+from dalenius.sql.emit import ExactSQL, exact_queries
 
 ONTHEMAP_FORMAT = "onthemap-1"
 """The ledger record's format: the request and the synthetic counts."""

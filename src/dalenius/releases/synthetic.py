@@ -69,7 +69,7 @@ from dalenius.plan.protocol import (
 from dalenius.releases.density import rho_for
 from dalenius.sql.filters import product_filter
 from dalenius.sql.bind import to_query
-from dalenius.sql.to_sql import ExactSQL, exact_queries
+from dalenius.sql.emit import ExactSQL, exact_queries
 
 SYNTHETIC_FORMAT = "synthetic-1"
 """The ledger record's format: the request, the noisy measurements and the sampling seed."""

@@ -3,7 +3,7 @@
 Every sensitivity rests on one fact: how many rows (``R``) and groups (``G``) one privacy unit can
 contribute. The rule writes it into the plan as a
 :class:`~dalenius.plan.nodes.BoundContributions` node, which the compiler reads for the
-sensitivities, ``sql.to_sql`` translates into SQL (an ``id`` unit's rows and groups capped by a
+sensitivities, ``sql.emit`` translates into SQL (an ``id`` unit's rows and groups capped by a
 keyed hash ranking) and the bottom-up loss audit checks the measurements against. It acts once
 every join's multiplicity is known (after :mod:`~dalenius.plan.rewrite.measure_joins`), and again
 whenever a rule before it changed the relation or the unit, so the node always describes the

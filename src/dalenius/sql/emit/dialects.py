@@ -1,6 +1,6 @@
 """Dialect-specific SQL pieces: everything that differs between DuckDB, PostgreSQL and Spark.
 
-The rest of :mod:`dalenius.sql.to_sql` writes portable SQL through sqlglot; what sqlglot cannot
+The rest of :mod:`dalenius.sql.emit` writes portable SQL through sqlglot; what sqlglot cannot
 translate with the same meaning everywhere lives here, written from the facts of each engine's
 :class:`~dalenius.core.dialect.Dialect` object (never from its name):
 

@@ -1,0 +1,534 @@
+"""Plan expressions, relations and measurements written as SQL (:class:`Compiler`).
+
+Every relation becomes a subquery whose columns are the plan's unique field ids. Expressions are
+made total: arithmetic in DOUBLE (no overflow), NULL-safe division, integer division truncating
+toward zero, so the query cannot fail on particular rows; measurements are clipped, centred and
+rounded to their grid (:mod:`.numeric`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+
+from sqlglot import exp
+
+from dalenius.core.dialect import DUCKDB, Dialect, as_dialect
+from dalenius.plan.derive import FieldInfo, type_of
+from dalenius.plan.expr import (
+    Between,
+    BinOp,
+    Case,
+    Col,
+    Expr,
+    Func,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    Not,
+)
+from dalenius.plan.functions import FUNCTIONS
+from dalenius.plan.nodes import (
+    AggCall,
+    Field,
+    Filter,
+    Join,
+    Measurement,
+    Project,
+    Relation,
+    Scan,
+    UnitAggregate,
+    output_fields,
+)
+from dalenius.plan.sensitivity import SCALED_LIMIT
+from dalenius.sql.emit.dialects import double_arithmetic, exact_sum, modulo, round_half
+from dalenius.sql.emit.numeric import (
+    _SQUARE_SPAN,
+    _SUM_SPAN,
+    _bigint_bounds,
+    _clip,
+    _double,
+    _double_literal,
+    _half_up,
+    _log2,
+    _number,
+    _rounding_below,
+    _scaled,
+    _wide,
+)
+from dalenius.sql.emit.writing import _col, _negated, _quoted
+
+_BINARY: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ,
+    "<>": exp.NEQ,
+    "<": exp.LT,
+    "<=": exp.LTE,
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "+": exp.Add,
+    "-": exp.Sub,
+    "*": exp.Mul,
+    "AND": exp.And,
+    "OR": exp.Or,
+    "||": exp.DPipe,
+}
+
+
+_FUNCS: dict[str, type[exp.Func]] = {
+    spec.name: getattr(exp, spec.sqlglot) for spec in FUNCTIONS.values()
+}
+"""sqlglot's class of each registered function (:data:`dalenius.plan.functions.FUNCTIONS`),
+which writes it in each dialect; the cases of :meth:`Compiler.expression` add guards."""
+
+
+class Compiler:
+    """Compiles plan expressions, relations and measurements, knowing each field's type."""
+
+    def __init__(
+        self,
+        fields: Mapping[str, FieldInfo],
+        dialect: Dialect | str = DUCKDB,
+        *,
+        read: frozenset[str] | None = None,
+    ) -> None:
+        self.fields = dict(fields)
+        self.dialect = as_dialect(dialect)
+        self.read = read
+        """The names the query reads (:func:`read_names`): a scan projects only these fields
+        (all of them when ``None``)."""
+        self.computed: set[str] = set()
+        """Field ids computed from an expression other than a column (a projection's, a
+        per-unit aggregate's)."""
+        self.scanned: dict[str, set[str]] = {}
+        """The columns each scanned table is read for, by table name (filled as scans are
+        compiled)."""
+
+    def hash_kinds(self, names: list[str]) -> dict[str, str]:
+        """How :func:`~dalenius.sql.emit.dialects.keyed_hash` reads each field id in ``names``: its
+        type, except that an integer a projection computes (in the engine's double arithmetic)
+        is a double in the SQL, and is hashed as one.
+        """
+        return {
+            name: "float"
+            if name in self.computed and self.fields[name].type == "int"
+            else self.fields[name].type
+            for name in names
+        }
+
+    def reads(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The tables scanned so far, each with the columns read of it (:attr:`ExactSQL.reads`)."""
+        return tuple((t, tuple(sorted(cs))) for t, cs in sorted(self.scanned.items()))
+
+    # -- relations --------------------------------------------------------------------------------
+
+    def relation(self, relation: Relation) -> exp.Select:
+        """A SELECT whose columns are the relation's field ids."""
+        match relation:
+            case Scan(table=table, fields=fs):
+                return self._scan(table, fs)
+            case Filter(child=child, predicate=predicate):
+                # Every tree here is fresh: the builders need not copy what they wrap.
+                inner = self.relation(child)
+                return (
+                    exp.select(exp.Star())
+                    .from_(inner.subquery("__f", copy=False), copy=False)
+                    .where(self.expression(predicate), copy=False)
+                )
+            case Project(child=child, fields=fs, exprs=exprs):
+                inner = self.relation(child)
+                self._learn(child)
+                cols = [
+                    exp.alias_(self.expression(e), f.id, quoted=True, copy=False)
+                    for f, e in zip(fs, exprs, strict=True)
+                ]
+                self.computed.update(
+                    f.id for f, e in zip(fs, exprs, strict=True) if not isinstance(e, Col)
+                )
+                return exp.select(*cols).from_(inner.subquery("__p", copy=False), copy=False)
+            case Join(left=left, right=right, left_key=lk, right_key=rk, kind=kind):
+                lsql, rsql = self.relation(left), self.relation(right)
+                on = exp.EQ(this=_col(lk), expression=_col(rk))
+                return (
+                    exp.select(exp.Star())
+                    .from_(lsql.subquery("__l", copy=False), copy=False)
+                    .join(
+                        rsql.subquery("__r", copy=False),
+                        on=on,
+                        join_type="LEFT" if kind == "left" else "INNER",
+                        copy=False,
+                    )
+                )
+            case UnitAggregate():
+                return self._unit_aggregate(relation)
+        raise AssertionError(f"unknown relation {relation!r}")
+
+    def _unit_aggregate(self, relation: UnitAggregate) -> exp.Select:
+        """One row per unit (and key): the unit, its keys and its aggregates."""
+        unit, fs, aggs, keys = (
+            relation.unit_field,
+            relation.fields,
+            relation.aggregates,
+            relation.keys,
+        )
+        inner = self.relation(relation.child)
+        self._learn(relation.child)
+        unit_out, *rest = fs
+        key_fields, value_fields = rest[: len(keys)], rest[len(keys) :]
+        cols = [exp.alias_(_col(unit), unit_out.id, quoted=True)]
+        cols += [
+            exp.alias_(self.expression(k), f.id, quoted=True)
+            for f, k in zip(key_fields, keys, strict=True)
+        ]
+        cols += [
+            exp.alias_(self.unit_aggregate(a), f.id, quoted=True)
+            for f, a in zip(value_fields, aggs, strict=True)
+        ]
+        # Per-unit aggregates and key expressions are computed (an integer one may be a double
+        # in the SQL): hashed as doubles (hash_kinds).
+        self.computed.update(f.id for f in value_fields)
+        self.computed.update(
+            f.id for f, k in zip(key_fields, keys, strict=True) if not isinstance(k, Col)
+        )
+        group = [_col(unit), *[self.expression(k) for k in keys]]
+        q = (
+            exp.select(*cols)
+            .from_(inner.subquery("__u"))
+            .where(exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null())))
+        )
+        return q.group_by(*group)
+
+    def _scan(self, table: str, fs: tuple[Field, ...]) -> exp.Select:
+        read = self.read
+        # Only the columns the query reads: each projected column is one more conversion the
+        # engine binds and plans (a third of a tiny COUNT's time in DuckDB). A SELECT needs one
+        # column, so a query reading none keeps the first.
+        kept = fs if read is None else tuple(f for f in fs if f.id in read) or fs[:1]
+        self.scanned.setdefault(table, set()).update(f.name for f in kept)
+        cols = [exp.alias_(_col(f.name), f.id, quoted=True, copy=False) for f in kept]
+        return exp.select(*cols).from_(exp.to_table(_quoted(table)), copy=False)
+
+    def _learn(self, relation: Relation) -> None:
+        for f in output_fields(relation):
+            self.fields.setdefault(f.id, FieldInfo(f.type, f.bounds, f.keys, f.nullable))
+
+    def unit_aggregate(self, agg: AggCall) -> exp.Expr:
+        """A per-unit aggregate, clamped to its bounds so the outer query sees bounded values."""
+        arg = self.clipped_arg(agg.arg) if agg.arg is not None else None
+        if agg.func == "count":
+            value: exp.Expr = exp.Count(this=exp.Star() if arg is None else arg)
+        elif agg.func == "sum":
+            assert agg.arg is not None and arg is not None
+            value = (
+                exact_sum(arg, self.dialect, bigint=False)
+                if self._is_int(agg.arg)
+                else exp.Sum(this=arg)
+            )
+        elif agg.func == "avg":
+            value = exp.Avg(this=_double(arg)) if arg is not None else exp.Null()
+        elif agg.func == "min":
+            value = exp.Min(this=arg)
+        else:
+            value = exp.Max(this=arg)
+        assert agg.bounds is not None
+        return _clip(value, agg.bounds[0], agg.bounds[1])
+
+    # -- measurements -----------------------------------------------------------------------------
+
+    def clipped_arg(self, arg: Expr) -> exp.Expr:
+        """An aggregate's argument with every bounded column clipped to its bounds first."""
+        return self.expression(arg, clip=True)
+
+    def bounded_arg(self, arg: Expr, low: Fraction, high: Fraction) -> exp.Expr:
+        """``arg`` (columns clipped) clipped to ``[low, high]`` — once, for a plain bounded column."""
+        if isinstance(arg, Col):
+            info = self.fields.get(arg.name)
+            if info is not None and info.bounds == (low, high):
+                return self.clipped_arg(arg)
+        return _clip(self.clipped_arg(arg), low, high)
+
+    def measurement(self, m: Measurement) -> exp.Expr:
+        """The exact aggregate for one measurement (an integer in grid units).
+
+        Every step is total over the clipped values: integers stay within BIGINT (bounds within
+        its range, centres subtracted before any product, counts widened before multiplying),
+        doubles are scaled by powers of two split so that no factor overflows, and every double
+        is clipped to the measurement's range in grid units *before* it is cast to BIGINT. Which
+        arithmetic is used is decided from the bounds alone (see
+        :func:`dalenius.plan.sensitivity.grid_problem`).
+        """
+        if m.kind == "count":
+            return exp.Count(this=exp.Star() if m.arg is None else self.expression(m.arg))
+        if m.kind == "count_distinct":
+            assert m.arg is not None
+            return exp.Count(this=exp.Distinct(expressions=[self.expression(m.arg)]))
+        clip = m.clip
+        assert clip is not None
+        clipped = self.bounded_arg(clip.expr, clip.low, clip.high)
+        if m.kind == "sum":
+            return self._sum(m, clipped)
+        return self._sum_of_squares(m, clipped)
+
+    def _sum(self, m: Measurement, clipped: exp.Expr) -> exp.Expr:
+        assert m.bounds is not None
+        scale = 1 / m.granularity
+        offset = m.center / m.granularity
+        if _bigint_bounds(m) and scale.denominator == 1 and offset.denominator == 1:
+            # Σ (x·scale − offset) = scale·Σx − offset·n, exactly, in integers: the engine
+            # then does no arithmetic per row (DuckDB sums a column twice as fast as an
+            # expression). With no rows, SUM is NULL, read as 0. The count is widened before
+            # the product, which can pass 2^63 (a centre near 2^62 times a few rows).
+            units: exp.Expr = exact_sum(exp.cast(clipped, exp.DataType.Type.BIGINT), self.dialect)
+            if scale != 1:
+                units = exp.Mul(this=units, expression=_number(scale))
+            if offset:
+                # COUNT(clip(col)) is COUNT(col): the clip maps NULL, and only NULL, to NULL.
+                # Counting the column itself spares the engine a second CASE per row.
+                counted = self.expression(m.arg) if isinstance(m.arg, Col) else clipped.copy()
+                count = _wide(exp.Count(this=counted))
+                units = exp.Sub(
+                    this=units, expression=exp.Mul(this=_number(offset), expression=count)
+                )
+            return units
+        # x·2^-k − offset: the value times a power of two is exact and, from the bounds, below
+        # 2^1000 (the plan refuses bounds where it would not be), so it is finite.
+        shifted = exp.Sub(
+            this=_scaled(_double(clipped), -_log2(m.granularity), self.dialect),
+            expression=_double_literal(offset),
+        )
+        if _rounding_below(m, _SUM_SPAN):
+            # Provably within ±row_units after rounding (see _rounding_below): no clamp.
+            return exact_sum(_half_up(shifted), self.dialect)
+        units_bound = Fraction(m.row_units)
+        return exact_sum(_half_up(_clip(shifted, -units_bound, units_bound)), self.dialect)
+
+    def _sum_of_squares(self, m: Measurement, clipped: exp.Expr) -> exp.Expr:
+        """Σ round((clip(x) − centre)² / granularity), never overflowing or underflowing."""
+        assert m.bounds is not None
+        if (
+            _bigint_bounds(m)
+            and (2 * m.center).denominator == 1
+            and m.granularity in (1, Fraction(1, 4))
+        ):
+            # (x − c)², or (2x − 2c)² in quarters for a half-integer centre, in BIGINT: the
+            # integer part of the centre is subtracted first, so nothing passes 2^63.
+            whole = Fraction(math.floor(m.center))
+            diff: exp.Expr = exp.Paren(
+                this=exp.Sub(
+                    this=exp.cast(clipped, exp.DataType.Type.BIGINT), expression=_number(whole)
+                )
+            )
+            if m.granularity == Fraction(1, 4):
+                diff = exp.Paren(
+                    this=exp.Sub(
+                        this=exp.Mul(this=diff, expression=exp.Literal.number(2)),
+                        expression=_number(2 * (m.center - whole)),
+                    )
+                )
+            return exact_sum(exp.Mul(this=diff, expression=diff.copy()), self.dialect)
+        # (x − c)² / 2^k = ((x − c)·2^a)² · 2^b with −k = 2a + b: the scaled difference is at
+        # most about 2^16, so its square cannot overflow.
+        wide = max(abs(m.bounds[0]), abs(m.bounds[1])) > SCALED_LIMIT
+        centred = (
+            double_arithmetic("-", _double(clipped), _double_literal(m.center), self.dialect)
+            if wide
+            else exp.Sub(this=_double(clipped), expression=_double_literal(m.center))
+        )
+        a, b = divmod(-_log2(m.granularity), 2)
+        scaled = _scaled(exp.Paren(this=centred), a, self.dialect)
+        if not self.dialect.ieee_doubles:
+            # PostgreSQL raises when a product underflows to zero; a difference this small
+            # squares to less than 1/16 of a grid step and rounds to 0 either way.
+            scaled = exp.Case(
+                ifs=[
+                    exp.If(
+                        this=exp.LT(
+                            this=exp.Abs(this=scaled.copy()), expression=exp.Literal.number("0.25")
+                        ),
+                        true=_double(exp.Literal.number(0)),
+                    )
+                ],
+                default=scaled.copy(),
+            )
+        square: exp.Expr = exp.Mul(
+            this=exp.Paren(this=scaled), expression=exp.Paren(this=scaled.copy())
+        )
+        if b:
+            square = exp.Mul(this=square, expression=exp.Literal.number(2))
+        if not wide and _rounding_below(m, _SQUARE_SPAN):
+            return exact_sum(_half_up(square), self.dialect)
+        units_bound = Fraction(m.row_units)
+        return exact_sum(_half_up(_clip(square, Fraction(0), units_bound)), self.dialect)
+
+    def bin_index(self, m: Measurement) -> exp.Expr:
+        """The bin of a histogram measurement each row falls in (0 … bins − 1).
+
+        In doubles, the index is clipped to the bins before it is cast to BIGINT; bounds wider
+        than 2^1020 are scaled by 1/4 first so that ``x − low`` cannot overflow.
+        """
+        clip = m.clip
+        assert clip is not None
+        low, high = clip.low, clip.high
+        clipped = self.bounded_arg(clip.expr, low, high)
+        bins = len(m.edges) - 1
+        width = m.edges[1] - m.edges[0]
+        if width == 1 and m.arg_type == "int" and _bigint_bounds(m):
+            index: exp.Expr = exp.Sub(
+                this=exp.cast(clipped, exp.DataType.Type.BIGINT), expression=_number(low)
+            )
+            return _clip(index, Fraction(0), Fraction(bins - 1))
+        value = _double(clipped)
+        if high - low > Fraction(2**1020):
+            value, low, width = _scaled(value, -2, self.dialect), low / 4, width / 4
+        scaled = double_arithmetic(
+            "/",
+            double_arithmetic("-", value, _double_literal(low), self.dialect),
+            _double_literal(width),
+            self.dialect,
+        )
+        floor = _clip(exp.Floor(this=scaled), Fraction(0), Fraction(bins - 1))
+        return exp.cast(floor, exp.DataType.Type.BIGINT)
+
+    # -- expressions ------------------------------------------------------------------------------
+
+    def expression(self, expr: Expr, *, clip: bool = False) -> exp.Expr:  # noqa: C901, PLR0912  # one arm per expression node
+        """Compile a plan expression (total: it never fails on a row).
+
+        With ``clip``, every column that has public bounds is clipped to them (inside aggregates).
+
+        Long because it has one arm per plan expression node, each writing that node's total
+        (never-failing) SQL, plus the guards some functions need on some engines; plain calls are
+        written from the registry of functions.
+        """
+
+        def sub(e: Expr) -> exp.Expr:
+            return self.expression(e, clip=clip)
+
+        match expr:
+            case Col(name=name):
+                info = self.fields.get(name)
+                if (
+                    clip
+                    and info is not None
+                    and info.bounds is not None
+                    and info.type in ("int", "float")
+                ):
+                    return _clip(_col(name), info.bounds[0], info.bounds[1])
+                return _col(name)
+            case Lit(value=None):
+                return exp.Null()
+            case Lit(value=bool(v)):
+                return exp.Boolean(this=v)
+            case Lit(value=str(v)):
+                return exp.Literal.string(v)
+            case Lit(value=int(v)):
+                return exp.Literal.number(v)
+            case Lit(value=float(v)):
+                return exp.Literal.number(repr(v))
+            case BinOp(op="/", left=left, right=right):
+                quotient = double_arithmetic(
+                    "/",
+                    _double(sub(left)),
+                    exp.Nullif(this=_double(sub(right)), expression=exp.Literal.number(0)),
+                    self.dialect,
+                )
+                if self._is_int(left) and self._is_int(right):
+                    # Integer division truncates toward zero (PostgreSQL semantics).
+                    return exp.Case(
+                        ifs=[
+                            exp.If(
+                                this=exp.GTE(this=quotient, expression=exp.Literal.number(0)),
+                                true=exp.Floor(this=quotient.copy()),
+                            )
+                        ],
+                        default=exp.Ceil(this=quotient.copy()),
+                    )
+                return quotient
+            case BinOp(op="%", left=left, right=right):
+                # x % -1 is 0, like x % 1, but INT64_MIN % -1 overflows: use 1 (same answers).
+                divisor = sub(right)
+                safe = exp.Case(
+                    ifs=[
+                        exp.If(
+                            this=exp.EQ(this=divisor.copy(), expression=exp.Literal.number(-1)),
+                            true=exp.Literal.number(1),
+                        )
+                    ],
+                    default=divisor.copy(),
+                )
+                return modulo(
+                    sub(left),
+                    exp.Nullif(this=safe, expression=exp.Literal.number(0)),
+                    self.dialect,
+                    floats=not (self._is_int(left) and self._is_int(right)),
+                )
+            case BinOp(op=op, left=left, right=right) if op in ("+", "-", "*"):
+                return double_arithmetic(op, _double(sub(left)), _double(sub(right)), self.dialect)
+            case BinOp(op=op, left=left, right=right):
+                return exp.Paren(this=_BINARY[op](this=sub(left), expression=sub(right)))
+            case Not(operand=o):
+                return exp.Not(this=exp.Paren(this=sub(o)))
+            case Neg(operand=o):
+                return exp.Neg(this=exp.Paren(this=_double(sub(o))))
+            case IsNull(operand=o, negated=neg):
+                is_null = exp.Is(this=sub(o), expression=exp.Null())
+                return exp.Paren(this=exp.Not(this=is_null) if neg else is_null)
+            case InList(operand=o, items=items, negated=neg):
+                in_list = exp.In(this=sub(o), expressions=[sub(i) for i in items])
+                return _negated(in_list) if neg else exp.Paren(this=in_list)
+            case Between(operand=o, low=lo, high=hi, negated=neg):
+                between = exp.Between(this=sub(o), low=sub(lo), high=sub(hi))
+                return _negated(between) if neg else exp.Paren(this=between)
+            case Like(operand=o, pattern=p, negated=neg, case_insensitive=ci):
+                like: exp.Expr = (exp.ILike if ci else exp.Like)(this=sub(o), expression=sub(p))
+                return _negated(like) if neg else exp.Paren(this=like)
+            case Func(name="ABS", args=args):
+                return exp.Abs(this=_double(sub(args[0])))
+            case Func(name="ROUND", args=(Col() | Lit() as whole, Lit(value=int(digits)))) if (
+                digits < 0 and self._is_int(whole)
+            ):
+                # ROUND(INT64_MAX, -1) is 2^63 + 2: BIGINT would overflow, so an integer is
+                # rounded in DECIMAL(38, 0), where every rounded BIGINT fits.
+                return round_half(
+                    _wide(sub(whole)), exp.Literal.number(digits), self.dialect, floats=False
+                )
+            case Func(name="ROUND", args=args):
+                return round_half(
+                    sub(args[0]),
+                    sub(args[1]) if len(args) > 1 else None,
+                    self.dialect,
+                    floats=not self._is_int(args[0]),
+                )
+            case Func(name="FLOOR" | "CEIL" as name, args=args) if (
+                self.dialect.floor_of_double_is_bigint and not self._is_int(args[0])
+            ):
+                # Spark's FLOOR and CEIL of a double return a BIGINT, which overflows (an error)
+                # beyond 2^63; doubles from 2^52 on are whole already, and stay as they are.
+                operand = _double(sub(args[0]))
+                floored = exp.cast(_FUNCS[name](this=operand.copy()), exp.DataType.Type.DOUBLE)
+                small = exp.LT(
+                    this=exp.Abs(this=operand.copy()), expression=_number(Fraction(2**52))
+                )
+                return exp.Case(ifs=[exp.If(this=small, true=floored)], default=operand)
+            case Func(name=name, args=args) if FUNCTIONS[name].max_args > 1:
+                # Variadic (COALESCE, LEAST, GREATEST): the first argument, then the rest.
+                return _FUNCS[name](this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
+            case Func(name=name, args=args):
+                call: exp.Expr = _FUNCS[name](this=sub(args[0]))
+                return call
+            case Case(whens=whens, default=default):
+                case = exp.Case()
+                for cond, value in whens:
+                    case = case.when(sub(cond), sub(value))
+                if default is not None:
+                    case = case.else_(sub(default))
+                return case
+        raise AssertionError(f"unknown expression node {expr!r}")
+
+    def _is_int(self, expr: Expr) -> bool:
+        try:
+            return type_of(expr, self.fields) in ("int", "null")
+        except KeyError:
+            return False
