@@ -13,7 +13,7 @@ from tests.support.exact import exact_answer
 from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import PureDP
-from dalenius.engine.release import EXACT_LIMIT, _norm, exact_values
+from dalenius.engine.postprocess import EXACT_LIMIT, _norm, exact_values
 from dalenius.engine.session import Session, connect
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from dalenius.core.catalog import load_catalog
 from dalenius.core.loss import PureDP
-from dalenius.engine.release import sign_range
+from dalenius.engine.postprocess import sign_range
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger

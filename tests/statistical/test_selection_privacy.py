@@ -19,7 +19,7 @@ from tests.support.exact import exact_data
 from dalenius.core.catalog import load_catalog
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.engine.noise import add_noise, selection_utilities
-from dalenius.engine.release import rank_error
+from dalenius.engine.postprocess import rank_error
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger

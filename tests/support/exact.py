@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dalenius.engine.noise import Exact, Noisy, selection_utilities
-from dalenius.engine.release import Answer, exact_values, post_process
+from dalenius.engine.postprocess import Answer, exact_values, post_process
 from dalenius.engine.session import Session
 
 

@@ -22,7 +22,7 @@ Everything a privacy reviewer must check about a query's release is in this modu
    released group keys and chosen bins — is what the ledger records.
 
 Everything before (parsing, planning, the exact SQL) and after (post-processing, in
-:mod:`dalenius.engine.release`) costs no privacy by itself.
+:mod:`dalenius.engine.postprocess`) costs no privacy by itself.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InternalError
 from dalenius.core.loss import Loss
 from dalenius.engine.noise import Mechanisms, Noisy, add_noise, audited_loss, build_mechanisms
-from dalenius.engine.release import Answer, exact_values, post_process
+from dalenius.engine.postprocess import Answer, exact_values, post_process
 from dalenius.engine.timing import plan_class
 from dalenius.plan.nodes import DPQuery
 from dalenius.plan.protocol import Fetch, Measure, Measured

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from dalenius.core.errors import MissingExtraError
 from dalenius.core.loss import Loss, PureDP
 from dalenius.engine.display import percent, plot_result, result_html, spent_text
-from dalenius.engine.release import Answer
+from dalenius.engine.postprocess import Answer
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
 from dalenius.releases.onthemap import OnTheMapRelease

@@ -1,6 +1,7 @@
-"""Release: noise the exact measurements, select groups and quantiles, then post-process.
+"""Post-processing: from a query's noisy measurements to its answer rows and their intervals.
 
-Only :func:`~dalenius.engine.noise.add_noise` touches exact values (the noise step, with the
+A query is released in three steps: noise the exact measurements, select groups and quantiles,
+then post-process. Only :func:`~dalenius.engine.noise.add_noise` touches exact values (the noise step, with the
 mechanisms and the bottom-up loss audit, is its own module, :mod:`dalenius.engine.noise`): it
 adds discrete Laplace noise to every measurement of every observed group, applies the private
 partition selection (groups without public keys), and runs the exponential-mechanism selections
