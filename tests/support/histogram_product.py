@@ -36,7 +36,7 @@ from dalenius.plan.protocol import (
     scaled_epsilon,
 )
 from dalenius.releases._counts import keyed_counts, norm
-from dalenius.sql.to_sql import exact_queries
+from dalenius.sql.emit import exact_queries
 
 FORMAT = "test-histogram-1"
 

@@ -14,8 +14,8 @@ from typing import Any
 from dalenius.core.catalog import Catalog, Table
 from dalenius.core.loss import PureDP
 from dalenius.plan.nodes import DPQuery, Measurement, Query
-from dalenius.sql.filters import product_filter
 from dalenius.sql.bind import to_query
+from dalenius.sql.filters import product_filter
 
 
 def keyed_counts(

@@ -67,9 +67,9 @@ from dalenius.plan.protocol import (
     scaled_rho,
 )
 from dalenius.releases.density import rho_for
-from dalenius.sql.filters import product_filter
 from dalenius.sql.bind import to_query
 from dalenius.sql.emit import ExactSQL, exact_queries
+from dalenius.sql.filters import product_filter
 
 SYNTHETIC_FORMAT = "synthetic-1"
 """The ledger record's format: the request, the noisy measurements and the sampling seed."""

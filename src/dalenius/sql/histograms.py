@@ -31,9 +31,9 @@ from dalenius.core.errors import QueryError
 from dalenius.core.loss import PureDP
 from dalenius.plan.expr import BinOp, Col, Expr, Func, Lit
 from dalenius.plan.nodes import DPQuery, Measurement, Query, output_fields
-from dalenius.sql.filters import product_filter
 from dalenius.sql.bind import to_query
 from dalenius.sql.emit import ExactSQL, exact_queries
+from dalenius.sql.filters import product_filter
 
 MAX_BINS = 1_000_000
 """At most this many bins in all (the engine returns one row per non-empty bin)."""
