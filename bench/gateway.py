@@ -24,6 +24,13 @@ ratios of N workers to one, and the gateway's CPU time per request (its processe
 runs the same phases on the gateway of a git revision (one worker), so the ratio to it comes from
 the same run.
 
+What the transport costs at all is measured beside it: a **bare** server of the same stack (uvicorn
+and FastAPI, the same process model and worker count, no TLS as here) whose one endpoint returns a
+constant JSON body of a cached answer's size, driven by the same client; and the **engine's own
+execution** of the fresh phase's exact SQL, run directly on the executor in this process (its CPU
+time, DuckDB's threads included). The script prints Dalenius ÷ bare for the cached phase and
+Dalenius ÷ (bare + engine) for the fresh phase, per request of server CPU, and both p99s.
+
 Run it with ``.venv/bin/python bench/gateway.py --postgres`` (needs the ``server`` extra).
 
 The client speaks HTTP/1.1 over asyncio streams itself: a general-purpose client costs about as
@@ -57,6 +64,21 @@ MIXED_TOTAL = 12  # on the dataset, for each request of each client: the shared 
 FRESH_BUDGET = Fraction(10**6)  # every fresh query is answered
 SERVE = [sys.executable, "-c", "import sys; from dalenius.cli.main import main; sys.exit(main())"]
 REPO = Path(__file__).resolve().parent.parent
+CACHED_BODY = json.dumps(
+    {
+        "dataset": "census",
+        "columns": ["count"],
+        "rows": [[{"value": 12345, "low": 12339, "high": 12351}]],
+        "kinds": ["count"],
+        "loss": {"epsilon": 0.05},
+        "remaining": {"epsilon": 999.5},
+        "confidence": 0.95,
+        "cached": True,
+        "shared": False,
+        "entry_id": "0" * 32,
+    }
+).encode()
+"""A constant body of a cached COUNT answer's size, for the bare server."""
 
 
 def free_port() -> int:
@@ -138,7 +160,7 @@ def work_of(phase: str, number: int, i: int, offset: int) -> tuple[str, str]:
             f"SELECT COUNT(*), AVG(income) FROM people WHERE age >= {k % 90} "
             f"AND hours_per_week <> {k // 90}"
         )
-    if phase == "cached":
+    if phase in ("cached", "bare"):
         return "query", f"SELECT COUNT(*) FROM people WHERE age >= {i % 5 + 40}"
     kind = ("explain", "query", "query", "repeat")[(number + i) % 4]
     if kind == "repeat":
@@ -162,7 +184,9 @@ async def client(
             status, body = await connection.post(path, {"sql": sql, "epsilon": str(EPSILON)})
             elapsed = time.perf_counter() - started
             tag = "explain"
-            if kind != "explain":
+            if args.phase == "bare":
+                tag = "bare" if status == 200 else "failed"
+            elif kind != "explain":
                 if status != 200:
                     tag = "refused" if status == 409 else "failed"
                 else:
@@ -286,6 +310,94 @@ class Gateway:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+BARE_APP = """
+from fastapi import FastAPI
+from fastapi.responses import Response
+
+app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+BODY = {body!r}
+
+
+@app.post("/v1/datasets/{{name}}/{{kind}}")
+async def answer(name: str, kind: str) -> Response:
+    return Response(BODY, media_type="application/json")
+
+
+@app.get("/v1/openapi.json")
+async def ready() -> Response:
+    return Response(b"{{}}", media_type="application/json")
+"""
+
+
+class BareServer:
+    """The same server stack with one constant endpoint: what the transport costs at all."""
+
+    def __init__(self, folder: Path, workers: int, body: bytes) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        (folder / "bare_app.py").write_text(BARE_APP.format(body=body))
+        command = [sys.executable, "-m", "uvicorn", "bare_app:app", "--port", str(self.port)]
+        command += ["--log-level", "warning", "--no-access-log", "--no-server-header"]
+        if workers > 1:
+            command += ["--workers", str(workers)]
+        self.process = subprocess.Popen(command, cwd=folder)
+        import httpx
+
+        for _ in range(600):
+            try:
+                httpx.get(f"{self.base}/v1/openapi.json", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def run_bare(args: argparse.Namespace, folder: Path, workers: int, body: bytes) -> Phase:
+    """The cached phase's load on the bare server (tokens are sent, and ignored)."""
+    server = BareServer(folder, workers, body)
+    try:
+        tokens = ["bare"] * ANALYSTS
+        before = cpu_seconds(server.process.pid)
+        seconds, results = run_clients(server.base, tokens, "bare", args.requests * 2, args.clients)
+        return Phase("bare", seconds, results, cpu_seconds(server.process.pid) - before)
+    finally:
+        server.stop()
+
+
+def engine_seconds(catalog: Path, count: int, offset: int) -> float:
+    """CPU seconds per fresh query of the engine's own execution of its exact SQL (median).
+
+    The fresh phase's queries are planned in this process and their exact SQL run directly on
+    the executor, with nothing of Dalenius around the engine call.
+    """
+    from dalenius.engine.session import connect
+
+    session = connect(catalog, budget=10**6)
+    times = []
+    try:
+        for i in range(count):
+            _, sql = work_of("fresh", 0, i, offset)
+            prepared = session.prepare(sql, EPSILON)
+            exact = prepared.exact
+            for table in prepared.tables:
+                session.executor.prepare(table)
+            engine = session.executor
+            sql = engine.scoped(exact.main, exact.reads) if exact.reads else exact.main
+            started = time.process_time()
+            engine.fetch(sql)
+            times.append(time.process_time() - started)
+    finally:
+        session.close()
+    return percentile(times, 0.5)
 
 
 def cpu_seconds(root: int) -> float:
@@ -514,7 +626,27 @@ def main() -> int:
             label = f"{n} worker{'s' if n > 1 else ''}"
             runs[label] = run_gateway(args, folder, n, None, f"w{n}")
             report(label, runs[label])
+        transport = {}
+        for n in counts:
+            label = f"bare, {n} worker{'s' if n > 1 else ''}"
+            transport[n] = run_bare(args, folder, n, CACHED_BODY)
+            report(label, {"bare": transport[n]})
+        engine = engine_seconds(args.catalog, 50, 10**9)
+        print(
+            f"  the engine's own execution of a fresh query's exact SQL: {engine * 1000:.2f} ms CPU"
+        )
     print(f"  load average after: {load_average()}")
+    for n in counts:
+        phases = runs[f"{n} worker{'s' if n > 1 else ''}"]
+        bare = transport[n].cpu_per_request
+        cached = phases["cached"].cpu_per_request / bare
+        fresh = phases["fresh"].cpu_per_request / (bare + engine)
+        print(
+            f"  {n} worker(s), server CPU per request: cached ÷ bare {cached:5.2f}× (target ≤ 3), "
+            f"fresh ÷ (bare + engine) {fresh:5.2f}× (target ≤ 3); p99 cached "
+            f"{phases['cached'].latency(0.99):.2f} s, fresh {phases['fresh'].latency(0.99):.2f} s, "
+            f"bare {transport[n].latency(0.99):.2f} s (target ≤ 1 s)"
+        )
     reference = next(iter(runs))
     for label, phases in runs.items():
         if label == reference:

@@ -1,4 +1,4 @@
-"""The bottom-up loss audit before the data gate (dalenius.engine.noise.check_reserved).
+"""The bottom-up loss audit before the data gate (the query's privacy map, checked by the session).
 
 A correct plan's loss, recomputed from the mechanisms the release builds, is exactly the loss it
 reserves. A deliberately wrong plan (a mechanism calibrated to too small a sensitivity, a lowered
@@ -17,8 +17,9 @@ import pytest
 from tests.support.tampered import TamperedSession, budgeted_session
 
 from dalenius.core.loss import ApproxDP, PureDP
-from dalenius.engine.noise import LossDefect, audited_loss, build_mechanisms, check_reserved
+from dalenius.engine.noise import LossDefect, audited_loss, build_mechanisms
 from dalenius.plan.nodes import DPQuery
+from dalenius.plan.protocol import within
 
 QUERIES = [
     ("SELECT COUNT(*) FROM pums", None),
@@ -52,7 +53,7 @@ def test_a_correct_plan_audits_to_exactly_its_reserved_loss(
     plan = session.prepare(sql, Fraction(3, 4), delta).plan
     mechanisms = build_mechanisms(plan)
     assert audited_loss(plan, mechanisms) == plan.loss
-    assert check_reserved(plan, mechanisms, plan.loss) == plan.loss
+    assert within(audited_loss(plan, mechanisms), plan.loss)
 
 
 def _halve_first_sensitivity(plan: DPQuery) -> DPQuery:
@@ -94,8 +95,6 @@ def test_a_wrong_plan_is_refused_before_anything_is_reserved(
 
 
 def test_a_pure_reservation_does_not_cover_a_delta() -> None:
-    from dalenius.engine.noise import _within
-
-    assert not _within(ApproxDP(Fraction(1), Fraction(1, 10**6)), PureDP(Fraction(1)))
-    assert _within(PureDP(Fraction(1)), ApproxDP(Fraction(1), Fraction(0)))
-    assert not _within(PureDP(Fraction(2)), PureDP(Fraction(1)))
+    assert not within(ApproxDP(Fraction(1), Fraction(1, 10**6)), PureDP(Fraction(1)))
+    assert within(PureDP(Fraction(1)), ApproxDP(Fraction(1), Fraction(0)))
+    assert not within(PureDP(Fraction(2)), PureDP(Fraction(1)))
