@@ -9,7 +9,6 @@ from fractions import Fraction
 import pytest
 from scipy import stats
 
-from dalenius.accounting.bounds import ln_up
 from dalenius.accounting.convert import approx_to_zcdp_cap, zcdp_to_approx
 from dalenius.accounting.renyi import (
     _best_order,
@@ -17,6 +16,7 @@ from dalenius.accounting.renyi import (
     rho_for_approx,
     zcdp_to_approx_tight,
 )
+from dalenius.core.exact import ln_up
 
 CASES = [
     (Fraction(1, 10**6), Fraction(1, 10**9)),

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from dalenius.core.errors import ConfigurationError, InvalidLossError
+from dalenius.core.exact import exp_bounds
 from dalenius.ldp import FACTORIES, best_oracle, make_oracle
-from dalenius.ldp._exact import exp_bounds
 from dalenius.ldp.hashing import LocalHashing, collision_probability
 
 SMALL = [(name, d, eps) for name in FACTORIES for d in (2, 3, 5) for eps in (Fraction(1, 2), 2)]

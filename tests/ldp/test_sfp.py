@@ -17,8 +17,9 @@ from scipy import stats
 from tests.statistical.stats import ALPHA
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.ldp._draws import SimulationDraws
-from dalenius.ldp._exact import exp_bounds, ln_up
+from dalenius.ldp._grid import epsilon_up
 from dalenius.ldp.sfp import FragmentPuzzles
 
 TINY = {"alphabet": "ab", "length": 4, "tag_bits": 1, "hashes": 2, "width": 2}
@@ -64,7 +65,7 @@ def test_epsilon_of_the_combined_report_from_its_exact_distribution(hadamard: bo
     # the product of the two sketches' ratios bounds every pair; ε_W + ε_F = 2
     assert worst <= puzzle.ratio <= e_lo
     assert puzzle.word.requested_epsilon == puzzle.fragment.requested_epsilon == 1
-    assert puzzle.epsilon == ln_up(puzzle.ratio) <= 2
+    assert puzzle.epsilon == epsilon_up(puzzle.ratio) <= 2
     assert puzzle.epsilon <= puzzle.word.epsilon + puzzle.fragment.epsilon
 
 

@@ -17,8 +17,8 @@ from scipy import stats
 from tests.statistical.stats import ALPHA
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.ldp._draws import SimulationDraws
-from dalenius.ldp._exact import exp_bounds
 from dalenius.ldp.apple import CountMeanSketch
 from dalenius.ldp.microsoft import DBitFlip, DBitFlipClient, OneBitMean, OneBitMeanClient
 from dalenius.ldp.numeric import DuchiMean, PiecewiseMean

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from tests.support.seeded import SeededRandom
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.mechanisms import RandomizedResponse
-from dalenius.mechanisms._bounds import exp_bounds
 
 
 @settings(max_examples=60, deadline=None)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dalenius.accounting.bounds import exp_up, ln_up, round_up, sqrt_up
 from dalenius.core.errors import ConfigurationError, InvalidLossError
+from dalenius.core.exact import exp_up, grid_up, ln_up, sqrt_up
 from dalenius.core.loss import ApproxDP, PureDP
 
 
@@ -63,7 +63,7 @@ def advanced_composition(loss: ApproxDP | PureDP, k: int, delta_prime: Fraction)
     epsilon = single.epsilon
     spread = epsilon * sqrt_up(2 * k * ln_up(1 / slack))
     drift = k * epsilon * (exp_up(epsilon) - 1)
-    return ApproxDP(round_up(spread + drift), k * single.delta + slack)
+    return ApproxDP(grid_up(spread + drift), k * single.delta + slack)
 
 
 def best_composition(loss: ApproxDP | PureDP, k: int, delta_prime: Fraction) -> ApproxDP:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dalenius.accounting.bounds import ln_up, round_down, round_up, sqrt_down, sqrt_up
 from dalenius.accounting.definitions import Definition, definition_of, parse_definition
 from dalenius.core.errors import ConfigurationError, InvalidLossError
+from dalenius.core.exact import grid_down, grid_up, ln_up, sqrt_down, sqrt_up
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
 
 
@@ -69,7 +69,7 @@ def zcdp_to_approx(rho: Fraction, delta: Fraction) -> ApproxDP:
     rho = ZCDP(Fraction(rho)).rho
     delta = _check_delta(delta)
     epsilon = rho + 2 * sqrt_up(rho * ln_up(1 / delta))
-    return ApproxDP(round_up(epsilon), delta)
+    return ApproxDP(grid_up(epsilon), delta)
 
 
 def approx_to_zcdp_cap(epsilon: Fraction, delta: Fraction) -> ZCDP:
@@ -90,10 +90,10 @@ def approx_to_zcdp_cap(epsilon: Fraction, delta: Fraction) -> ZCDP:
     # ρ* decreases in L, so an upper bound on L gives a lower bound on ρ*.
     log_inv_delta = ln_up(1 / delta)
     gap = sqrt_down(log_inv_delta + epsilon) - sqrt_up(log_inv_delta)
-    rho = round_down(gap * gap) if gap > 0 else Fraction(0)
+    rho = grid_down(gap * gap) if gap > 0 else Fraction(0)
     shrink = Fraction(1) - Fraction(1, 2**64)
     while rho > 0 and zcdp_to_approx(rho, delta).epsilon > epsilon:
-        rho = round_down(rho * shrink)
+        rho = grid_down(rho * shrink)
     return ZCDP(rho)
 
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dalenius.accounting.bounds import ln_down, ln_up, round_down, round_up
 from dalenius.accounting.convert import _check_delta, zcdp_to_approx
+from dalenius.core.exact import grid_down, grid_up, ln_down, ln_up
 from dalenius.core.loss import ZCDP, ApproxDP
 
 
@@ -84,7 +84,7 @@ def zcdp_to_approx_tight(rho: Fraction, delta: Fraction) -> ApproxDP:
         return classic
     log_up = ln_up(1 / delta)
     alpha = _best_order(float(rho), float(log_up))
-    epsilon = round_up(cks_epsilon(rho, log_up, alpha))
+    epsilon = grid_up(cks_epsilon(rho, log_up, alpha))
     return ApproxDP(min(epsilon, classic.epsilon), delta)
 
 
@@ -115,8 +115,8 @@ def rho_for_approx(epsilon: Fraction, delta: Fraction) -> Fraction:
             lo = mid
         else:
             hi = mid
-    rho = round_down(Fraction(lo))
+    rho = grid_down(Fraction(lo))
     shrink = Fraction(999_999_999, 1_000_000_000)
     while rho > 0 and zcdp_to_approx_tight(rho, delta).epsilon > epsilon:
-        rho = round_down(rho * shrink)
+        rho = grid_down(rho * shrink)
     return rho

@@ -26,9 +26,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number, PureDP, as_fraction
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._exact import exp_bounds, ln_up
+from dalenius.ldp._grid import epsilon_up
 
 Reports = npt.NDArray[Any]
 """A batch of reports: one row (or one entry) per client, in the protocol's own format."""
@@ -183,7 +184,7 @@ class FrequencyOracle(abc.ABC):
     @property
     def epsilon(self) -> Fraction:
         """The ε the rounded probabilities guarantee, rounded up (never above the one requested)."""
-        return min(ln_up(self.ratio), self.requested_epsilon)
+        return min(epsilon_up(self.ratio), self.requested_epsilon)
 
     @property
     def loss(self) -> PureDP:

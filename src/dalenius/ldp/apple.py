@@ -42,10 +42,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number, PureDP
 from dalenius.ldp._base import FrequencyEstimate, check_epsilon, z_for
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._exact import exp_bounds, grid_up, ln_up, on_grid
+from dalenius.ldp._grid import epsilon_up, grid_up, on_grid
 from dalenius.ldp.hadamard import fwht, parity
 
 
@@ -95,7 +96,7 @@ class CountMeanSketch:
     @property
     def epsilon(self) -> Fraction:
         """The guaranteed ε (rounded up, at most the one asked for)."""
-        return min(ln_up(self.ratio), self.requested_epsilon)
+        return min(epsilon_up(self.ratio), self.requested_epsilon)
 
     @property
     def loss(self) -> PureDP:

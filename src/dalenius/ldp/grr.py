@@ -26,10 +26,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number
 from dalenius.ldp._base import FrequencyOracle, Reports, check_domain, check_epsilon
 from dalenius.ldp._draws import Draws
-from dalenius.ldp._exact import exp_bounds, grid_up, on_grid
+from dalenius.ldp._grid import grid_up, on_grid
 
 
 def grr_probabilities(size: int, epsilon: Fraction) -> tuple[Fraction, Fraction]:

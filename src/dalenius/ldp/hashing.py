@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number
 from dalenius.ldp._base import (
     FrequencyOracle,
@@ -53,7 +54,7 @@ from dalenius.ldp._base import (
     check_epsilon,
 )
 from dalenius.ldp._draws import Draws
-from dalenius.ldp._exact import exp_bounds, grid_up, on_grid
+from dalenius.ldp._grid import grid_up, on_grid
 
 FFT_CELLS = 1 << 23
 """The correlation path is used only when its ``(P−1)·P·g`` histogram has at most this many cells."""

@@ -40,10 +40,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number, PureDP
 from dalenius.ldp._base import check_epsilon, z_for
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._exact import GRID, exp_bounds, grid_up, ln_up, on_grid
+from dalenius.ldp._grid import GRID, epsilon_up, grid_up, on_grid
 
 
 def _memo_words(secret: bytes, key: str, count: int) -> npt.NDArray[np.uint32]:
@@ -92,7 +93,7 @@ class OneBitMean:
     @property
     def epsilon(self) -> Fraction:
         """``ln((1 − ρ)/ρ)`` rounded up."""
-        return min(ln_up((1 - self.flip) / self.flip), self.requested_epsilon)
+        return min(epsilon_up((1 - self.flip) / self.flip), self.requested_epsilon)
 
     @property
     def loss(self) -> PureDP:
@@ -183,7 +184,7 @@ class DBitFlip:
     @property
     def epsilon(self) -> Fraction:
         """``2·ln((1 − ρ)/ρ)`` rounded up."""
-        return min(ln_up(((1 - self.flip) / self.flip) ** 2), self.requested_epsilon)
+        return min(epsilon_up(((1 - self.flip) / self.flip) ** 2), self.requested_epsilon)
 
     @property
     def loss(self) -> PureDP:

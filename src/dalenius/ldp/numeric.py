@@ -24,10 +24,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number, PureDP
 from dalenius.ldp._base import check_epsilon, z_for
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._exact import GRID, exp_bounds, grid_up, ln_up, on_grid
+from dalenius.ldp._grid import GRID, epsilon_up, grid_up, on_grid
 from dalenius.ldp.microsoft import MeanEstimate
 
 
@@ -106,7 +107,7 @@ class DuchiMean(_MeanMechanism):
     @property
     def epsilon(self) -> Fraction:
         """``ln((1 − ρ)/ρ)`` rounded up."""
-        return min(ln_up((1 - self.flip) / self.flip), self.requested_epsilon)
+        return min(epsilon_up((1 - self.flip) / self.flip), self.requested_epsilon)
 
     @property
     def loss(self) -> PureDP:

@@ -45,7 +45,7 @@ import numpy.typing as npt
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import Number, PureDP, as_fraction
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._exact import grid_down, grid_up, ln_up, on_grid
+from dalenius.ldp._grid import epsilon_up, grid_down, grid_up, on_grid
 
 
 def _probability(value: Number, name: str) -> Fraction:
@@ -117,13 +117,13 @@ class RapporParams:
         """``2h·ln((1 − f/2)/(f/2))``, rounded up: the bound for all reports of one value."""
         if self.half_f == 0:
             raise ConfigurationError("with f = 0 the permanent response protects nothing (ε∞ = ∞).")
-        return ln_up(((1 - self.half_f) / self.half_f) ** (2 * self.hashes))
+        return epsilon_up(((1 - self.half_f) / self.half_f) ** (2 * self.hashes))
 
     @property
     def epsilon_one(self) -> Fraction:
         """``h·ln(q*(1 − p*)/(p*(1 − q*)))``, rounded up: the bound for one report."""
         ps, qs = self.p_star, self.q_star
-        return ln_up((qs * (1 - ps) / (ps * (1 - qs))) ** self.hashes)
+        return epsilon_up((qs * (1 - ps) / (ps * (1 - qs))) ** self.hashes)
 
     @property
     def loss(self) -> PureDP:

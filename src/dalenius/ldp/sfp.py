@@ -53,7 +53,7 @@ from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import Number, PureDP, as_fraction
 from dalenius.ldp._base import check_epsilon, z_for
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._exact import ln_up
+from dalenius.ldp._grid import epsilon_up
 from dalenius.ldp.apple import CountMeanSketch
 
 PAD = "\x00"
@@ -246,7 +246,7 @@ class FragmentPuzzles:
     @property
     def epsilon(self) -> Fraction:
         """The guaranteed ε of one report (rounded up, at most the one asked for)."""
-        return min(ln_up(self.ratio), self.requested_epsilon)
+        return min(epsilon_up(self.ratio), self.requested_epsilon)
 
     @property
     def loss(self) -> PureDP:

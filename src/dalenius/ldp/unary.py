@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number
 from dalenius.ldp._base import (
     FrequencyOracle,
@@ -38,7 +39,7 @@ from dalenius.ldp._base import (
     check_epsilon,
 )
 from dalenius.ldp._draws import Draws, packed_bernoulli
-from dalenius.ldp._exact import exp_bounds, grid_up, on_grid
+from dalenius.ldp._grid import grid_up, on_grid
 
 CHUNK_BITS = 1 << 24
 """Bits randomised per block, so memory stays bounded for millions of clients."""

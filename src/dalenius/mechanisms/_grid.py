@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import floor_log2
 from dalenius.core.rng import RandomSource
-from dalenius.mechanisms._bounds import floor_log2
 
 MIN_EXPONENT = -1000
 """Smallest allowed ``log2(g)``: keeps every nonzero output a normal float."""

@@ -3,7 +3,7 @@
 Rules: a noise scale computed from an irrational formula is rounded *up* to a rational (more noise
 is always safe); a loss computed from a scale is rounded *up* (never under-charge); an accuracy
 lower bound is rounded *down* (it stays a true lower bound). Irrational quantities are bounded by
-certified intervals (:mod:`dalenius.mechanisms._bounds`), never by a bare float.
+certified intervals (:mod:`dalenius.core.exact`), never by a bare float.
 
 Formulas (Δ is the sensitivity; the derivations are in ``docs/mechanisms/``):
 
@@ -40,15 +40,9 @@ from functools import lru_cache
 from typing import SupportsFloat
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds, ln_bounds, round_down, round_up, sqrt_bounds
 from dalenius.core.loss import Number, as_fraction
-from dalenius.mechanisms._bounds import (
-    exp_bounds,
-    ln_bounds,
-    normal_cdf_bounds,
-    round_down,
-    round_up,
-    sqrt_bounds,
-)
+from dalenius.mechanisms._bounds import normal_cdf_bounds
 from dalenius.mechanisms._dgauss import at_least_bounds
 from dalenius.mechanisms._validate import positive_fraction
 

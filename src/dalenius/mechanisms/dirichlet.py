@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import InvalidLossError
+from dalenius.core.exact import exp_bounds, ln_bounds
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import exp_bounds, ln_bounds
 from dalenius.mechanisms._exact import uniform_below
 
 PRIOR_GRID = 1000

@@ -46,9 +46,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import ln_bounds, round_up
 from dalenius.core.loss import Number, PureDP
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import exp_neg_fixed, ln_bounds, round_up
+from dalenius.mechanisms._bounds import exp_neg_fixed
 from dalenius.mechanisms._inversion import InversionTable, bernoulli_exp_array
 from dalenius.mechanisms._uniform import uniform_below_array
 from dalenius.mechanisms._validate import (

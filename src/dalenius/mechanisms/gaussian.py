@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import round_up, sqrt_bounds
 from dalenius.core.loss import ZCDP, ApproxDP, Number
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import round_up, sqrt_bounds
 from dalenius.mechanisms._dgauss import MAX_SIGMA2, at_least_bounds, gaussian_sampler
 from dalenius.mechanisms._grid import (
     EXACT_UNITS,

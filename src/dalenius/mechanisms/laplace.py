@@ -37,9 +37,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds, round_up
 from dalenius.core.loss import Number, PureDP
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import exp_bounds, round_up
 from dalenius.mechanisms._dlaplace import MAX_SCALE, laplace_sampler
 from dalenius.mechanisms._grid import (
     EXACT_UNITS,

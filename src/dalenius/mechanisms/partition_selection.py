@@ -39,8 +39,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import exp_bounds
 from dalenius.mechanisms._dlaplace import laplace_sampler
 from dalenius.mechanisms._uniform import bernoulli_array
 

@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import exp_bounds, ln_bounds, round_up, sqrt_bounds
 from dalenius.core.loss import ApproxDP, Number, PureDP, as_fraction
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import exp_bounds, ln_bounds, round_up, sqrt_bounds
 from dalenius.mechanisms._grid import float_up
 from dalenius.mechanisms._uniform import uniform_below_array
 from dalenius.mechanisms._validate import confidence_fraction

@@ -41,8 +41,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.exact import round_up
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.mechanisms._bounds import round_up
 from dalenius.mechanisms._dgauss import at_least_bounds, gaussian_sampler
 
 MAX_GRID = 128

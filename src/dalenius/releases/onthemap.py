@@ -28,10 +28,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from dalenius.accounting.bounds import exp_down
 from dalenius.core.catalog import Catalog, Key, Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
+from dalenius.core.exact import exp_down
 from dalenius.core.loss import Loss, PureDP
 from dalenius.core.rng import RandomSource
 from dalenius.mechanisms.dirichlet import epsilon_for, polya, smallest_prior
