@@ -42,11 +42,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number, PureDP
+from dalenius.core.randomized_response import move_probability
 from dalenius.ldp._base import FrequencyEstimate, check_epsilon, z_for
 from dalenius.ldp._draws import Draws, client_draws
-from dalenius.ldp._grid import epsilon_up, grid_up, on_grid
+from dalenius.ldp._grid import epsilon_up, on_grid
 from dalenius.ldp.hadamard import fwht, parity
 
 
@@ -83,8 +83,7 @@ class CountMeanSketch:
         self.name = "hcms" if hadamard else "cms"
         self.salt = salt if salt is not None else os.urandom(32)
         exponent = self.requested_epsilon if hadamard else self.requested_epsilon / 2
-        e_lo, _ = exp_bounds(exponent)
-        self.flip = grid_up(1 / (e_lo + 1))
+        self.flip = move_probability(2, exponent)  # binary randomized response
         self.c = 1 / (1 - 2 * float(self.flip))
 
     @property

@@ -8,6 +8,9 @@ it beats local hashing when ``d < 3e^ε + 2``.
 
 Exactness: ``q`` is rounded *up* to a multiple of ``2**-32`` and ``p = 1 − (d − 1)·q``, so
 ``p/q <= e^ε`` holds for the rationals the sampler uses; one 32-bit word decides each report.
+The calibration and the sampler are the k-ary randomized response of
+:mod:`dalenius.core.randomized_response`, shared with the central mechanism
+(:mod:`dalenius.mechanisms.randomized_response`); this module adds the local protocol's framework.
 
 Example:
     >>> oracle = GeneralizedRR(4, epsilon=1)
@@ -26,11 +29,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number
+from dalenius.core.randomized_response import move_probability, respond
 from dalenius.ldp._base import FrequencyOracle, Reports, check_domain, check_epsilon
 from dalenius.ldp._draws import Draws
-from dalenius.ldp._grid import grid_up, on_grid
+from dalenius.ldp._grid import on_grid
 
 
 def grr_probabilities(size: int, epsilon: Fraction) -> tuple[Fraction, Fraction]:
@@ -41,8 +44,7 @@ def grr_probabilities(size: int, epsilon: Fraction) -> tuple[Fraction, Fraction]
         >>> p + 2 * q == 1 and p / q <= Fraction(2.718281828459045)
         True
     """
-    e_lo, _ = exp_bounds(epsilon)
-    q = grid_up(1 / (e_lo + size - 1))
+    q = move_probability(size, epsilon)
     return 1 - (size - 1) * q, q
 
 
@@ -68,11 +70,8 @@ class GeneralizedRR(FrequencyOracle):
         return self.p / self.q
 
     def _perturb(self, codes: npt.NDArray[np.int64], draws: Draws) -> Reports:
-        a = on_grid(self.q)
         words = draws.words32(codes.size).astype(np.int64)
-        moved = words < (self.domain_size - 1) * a
-        # A word below (d − 1)·a moves to the (word // a)-th other value: each with probability q.
-        return np.where(moved, (codes + words // a + 1) % self.domain_size, codes)
+        return respond(codes, self.domain_size, on_grid(self.q), words)
 
     def check_reports(self, reports: npt.ArrayLike) -> Reports:
         """Integer reports in ``0 .. d−1``."""

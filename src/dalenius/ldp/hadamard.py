@@ -30,11 +30,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number
+from dalenius.core.randomized_response import move_probability
 from dalenius.ldp._base import FrequencyOracle, Reports, check_domain, check_epsilon
 from dalenius.ldp._draws import Draws
-from dalenius.ldp._grid import grid_up, on_grid
+from dalenius.ldp._grid import on_grid
 
 
 def parity(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -75,8 +75,7 @@ class HadamardResponse(FrequencyOracle):
         self.domain_size = check_domain(domain_size, limit=1 << 24)
         self.requested_epsilon = check_epsilon(epsilon)
         self.columns = 1 << self.domain_size.bit_length()  # smallest power of two > d
-        e_lo, _ = exp_bounds(self.requested_epsilon)
-        self.p = 1 - grid_up(1 / (e_lo + 1))
+        self.p = 1 - move_probability(2, self.requested_epsilon)  # binary randomized response
         self.q = Fraction(1, 2)
         self._check_ratio()
 

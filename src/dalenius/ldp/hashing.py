@@ -46,6 +46,7 @@ import numpy.typing as npt
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.exact import exp_bounds
 from dalenius.core.loss import Number
+from dalenius.core.randomized_response import move_probability, respond
 from dalenius.ldp._base import (
     FrequencyOracle,
     Reports,
@@ -54,7 +55,7 @@ from dalenius.ldp._base import (
     check_epsilon,
 )
 from dalenius.ldp._draws import Draws
-from dalenius.ldp._grid import grid_up, on_grid
+from dalenius.ldp._grid import on_grid
 
 FFT_CELLS = 1 << 23
 """The correlation path is used only when its ``(P−1)·P·g`` histogram has at most this many cells."""
@@ -119,7 +120,7 @@ class LocalHashing(FrequencyOracle):
                 raise ConfigurationError(f"buckets must be an integer >= 2, got {buckets!r}.")
         self.buckets = buckets
         self.prime = next_prime(self.domain_size)
-        self.q_bucket = grid_up(1 / (e_lo + buckets - 1))
+        self.q_bucket = move_probability(buckets, self.requested_epsilon)
         self.p = 1 - (buckets - 1) * self.q_bucket
         self.collision = collision_probability(self.prime, buckets)
         self.q = self.p * self.collision + self.q_bucket * (1 - self.collision)
@@ -142,9 +143,7 @@ class LocalHashing(FrequencyOracle):
         b = draws.below(self.prime, n)
         bucket = self.hash(a, b, codes)
         words = draws.words32(n).astype(np.int64)
-        q_a = on_grid(self.q_bucket)
-        moved = words < (g - 1) * q_a
-        y = np.where(moved, (bucket + words // q_a + 1) % g, bucket)
+        y = respond(bucket, g, on_grid(self.q_bucket), words)
         return np.stack([a, b, y], axis=1)
 
     def check_reports(self, reports: npt.ArrayLike) -> Reports:

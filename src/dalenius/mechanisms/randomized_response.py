@@ -5,7 +5,10 @@ Each respondent holds one of ``k = m + 1`` categories and reports it truthfully 
 ``k = 2``). Course document 004 shows this is (ε, δ)-DP exactly when ``p >= (1 − δ)/(m + e^ε)``:
 the worst event is "the report equals my true value", for which
 ``1 − m·p <= e^ε·p + δ``. Dalenius keeps ``p`` rational and ``p <= 1/k`` (truth is never less
-likely than a lie), so every report is decided by one exact uniform integer.
+likely than a lie), so every report is decided by one exact uniform integer. The calibration,
+the privacy map and the sampler are :mod:`dalenius.core.randomized_response`'s, shared with the
+local protocols; this module adds the survey interface: (ε, δ) or a given ``p``, estimators and
+their error bars.
 
 Estimation. With ``n`` reports of which ``n_j`` say category ``j``,
 ``E[n_j] = f_j·(1 − (m+1)·p) + n·p``, so ``f̂_j = (n_j − n·p)/(1 − (m+1)·p)`` is unbiased and
@@ -26,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -34,15 +36,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.errors import ConfigurationError
-from dalenius.core.exact import exp_bounds, ln_bounds, round_up, sqrt_bounds
+from dalenius.core.exact import ln_bounds, sqrt_bounds
 from dalenius.core.loss import ApproxDP, Number, PureDP, as_fraction
+from dalenius.core.randomized_response import epsilon_for, move_probability, respond
 from dalenius.core.rng import RandomSource, system_random
 from dalenius.mechanisms._grid import float_up
 from dalenius.mechanisms._uniform import uniform_below_array
 from dalenius.mechanisms._validate import confidence_fraction
-
-P_BITS = 32
-"""A ``p`` derived from ε is rounded up to a multiple of ``2**-32`` (exact, cheap to sample)."""
 
 
 def _check_categories(categories: int) -> int:
@@ -52,37 +52,6 @@ def _check_categories(categories: int) -> int:
             fix="pass the number of possible answers (2 for a yes/no question).",
         )
     return categories
-
-
-def threshold_p(categories: int, epsilon: Fraction, delta: Fraction = Fraction(0)) -> Fraction:
-    """The smallest safe ``p`` on the ``2**-32`` grid: ``>= (1 − δ)/(m + e^ε)``, capped at ``1/k``.
-
-    Example:
-        >>> threshold_p(2, Fraction(0))
-        Fraction(1, 2)
-    """
-    m = categories - 1
-    e_lo, _ = exp_bounds(epsilon)
-    bound = (1 - delta) / (m + e_lo)  # using the lower bound of e^ε makes the bound larger
-    p = Fraction(math.ceil(bound * 2**P_BITS), 2**P_BITS)
-    return min(p, Fraction(1, categories))
-
-
-def epsilon_for(categories: int, p: Fraction, delta: Fraction = Fraction(0)) -> Fraction:
-    """The ε (rounded up) that k-ary randomized response with ``p`` satisfies at δ.
-
-    ``ε = ln((1 − m·p − δ)/p)``, or 0 when that is not positive.
-
-    Example:
-        >>> round(float(epsilon_for(2, Fraction(1, 4))), 12)  # ln 3
-        1.098612288668
-    """
-    m = categories - 1
-    ratio = (1 - m * p - delta) / p
-    if ratio <= 1:
-        return Fraction(0)
-    _, hi = ln_bounds(ratio)
-    return round_up(hi)
 
 
 class RandomizedResponse:
@@ -122,7 +91,7 @@ class RandomizedResponse:
         m = self.categories - 1
         if epsilon is not None:
             eps = as_fraction(epsilon, "epsilon", allow_zero=True)
-            self.p = threshold_p(self.categories, eps, self.delta)
+            self.p = move_probability(self.categories, eps, self.delta)
         else:
             self.p = Fraction(p)  # type: ignore[arg-type]
             if not 0 < self.p <= Fraction(1, self.categories) or self.p.denominator > 2**62:
@@ -171,11 +140,7 @@ class RandomizedResponse:
         codes = self._codes(values)
         a, d = self.p.numerator, self.p.denominator
         draws = uniform_below_array(d, codes.size, rng or system_random()).reshape(codes.shape)
-        m = self.categories - 1
-        moved = draws < m * a
-        # Draw r < m·a moves to the (r // a)-th other answer: each with probability a/d = p.
-        offset = draws // a + 1
-        return np.where(moved, (codes + offset) % self.categories, codes)
+        return respond(codes, self.categories, a, draws)
 
     def _check_estimable(self) -> Fraction:
         factor = 1 - self.categories * self.p
