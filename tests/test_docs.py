@@ -101,3 +101,28 @@ def test_every_stage_of_the_architecture_diagram_exists() -> None:
             break
         else:
             raise AssertionError(f"{stage} names no module of dalenius")
+
+
+def test_the_layer_table_is_the_layers_contract() -> None:
+    """docs/architecture.md's layer table lists the packages of pyproject.toml's layers contract,
+    floor by floor, and every package of dalenius is on a floor."""
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(
+        c for c in contracts["contracts"] if c["type"] == "layers" and "containers" not in c
+    )
+    floors = [
+        {name.strip().removeprefix("dalenius.") for name in layer.split("|")}
+        for layer in layers["layers"]
+    ]
+    text = (DOCS / "architecture.md").read_text()
+    rows = re.findall(r"^\| L[\d½]+ \| ([^|]+) \|", text, flags=re.MULTILINE)
+    table = [set(re.findall(r"`(\w+)`", row)) for row in rows]
+    assert table == floors
+    packages = {
+        p.name for p in (root / "src" / "dalenius").iterdir() if (p / "__init__.py").exists()
+    }
+    assert packages == set().union(*floors)
