@@ -1,0 +1,468 @@
+"""TPC-H under a person-level unit: the 22 questions, asked in aggregate form, privately.
+
+Run ``.venv/bin/python bench/tpch.py --scale 0.1 1`` (see ``docs/engines.md``). For each scale
+factor it generates the eight tables once with ``tpchgen-cli`` (PyPI) into Parquet under
+``--data`` (default ``~/.cache/dalenius-tpch``, outside the repository), with a progress line per
+step, and writes a catalog in which ``customer`` is the privacy unit:
+
+* ``customer`` (one row per customer), ``orders`` (its ``o_custkey``, at most ``--orders`` per
+  customer) and ``lineitem`` (at most ``--lines`` per customer) are private. A catalog cannot yet
+  declare that a line belongs to a customer through its order, so the generator writes
+  ``lineitem`` with its order's customer beside it (``l_custkey``, from ``orders``) and the catalog
+  makes that column the unit;
+* ``nation``, ``region``, ``part``, ``supplier`` and ``partsupp`` are public.
+
+Each of the 22 queries is written as the question it asks in aggregate form (a query that lists
+rows becomes the aggregate over them: a count, a total, the groups' sums), with explicit ``JOIN``
+clauses and dates compared as ISO strings (``o_orderdate < '1995-03-15'``). For each it prints
+whether Dalenius answers it (and, if not, the first line of the refusal), the median relative
+error of its released values against the exact answer at ``--epsilon``, and its time beside raw
+DuckDB running the same SQL on the same files (medians of ``--repeats`` runs after a warm-up; no
+answer comes from the ledger's cache).
+
+This is a benchmark, not a test: it prints one table per scale factor and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import decimal
+import math
+import numbers
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from dalenius.core.catalog import load_catalog
+from dalenius.core.errors import DaleniusError
+from dalenius.core.loss import ApproxDP
+from dalenius.engine.session import Session
+from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.ledger import open_ledger
+from dalenius.plan.protocol import ReleasePlan
+
+TABLES = ("customer", "orders", "lineitem", "nation", "region", "part", "supplier", "partsupp")
+MKTSEGMENTS = ["AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY"]
+PRIORITIES = ["1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"]
+SHIPMODES = ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"]
+INSTRUCTIONS = ["COLLECT COD", "DELIVER IN PERSON", "NONE", "TAKE BACK RETURN"]
+
+
+def catalog_text(folder: Path, orders: int, lines: int) -> str:
+    """The catalog: customer the unit of the three private tables, the rest public.
+
+    Bounds and key lists are the TPC-H specification's (clause 4.2.3), public by definition.
+    """
+
+    def keys(values: list[str]) -> str:
+        return "[" + ", ".join(f'"{v}"' for v in values) + "]"
+
+    def source(name: str) -> str:
+        return f'{{ parquet = "{folder / (name + ".parquet")}" }}'
+
+    public = ""
+    for name, columns in {
+        "nation": 'n_nationkey = "int"\nn_name = "str"\nn_regionkey = "int"\nn_comment = "str"',
+        "region": 'r_regionkey = "int"\nr_name = "str"\nr_comment = "str"',
+        "part": (
+            'p_partkey = "int"\np_name = "str"\np_mfgr = "str"\np_brand = "str"\np_type = "str"\n'
+            'p_size = "int"\np_container = "str"\np_retailprice = "float"\np_comment = "str"'
+        ),
+        "supplier": (
+            's_suppkey = "int"\ns_name = "str"\ns_address = "str"\ns_nationkey = "int"\n'
+            's_phone = "str"\ns_acctbal = "float"\ns_comment = "str"'
+        ),
+        "partsupp": (
+            'ps_partkey = "int"\nps_suppkey = "int"\nps_availqty = "int"\n'
+            'ps_supplycost = "float"\nps_comment = "str"'
+        ),
+    }.items():
+        public += f"\n[tables.{name}]\nsource = {source(name)}\npublic = true\n\n"
+        public += f"[tables.{name}.columns]\n{columns}\n"
+    return f"""[dataset]
+name = "tpch"
+
+[tables.customer]
+source = {source("customer")}
+privacy_unit = {{ column = "c_custkey", max_rows = 1 }}
+
+[tables.customer.columns]
+c_custkey = "int"
+c_name = "str"
+c_address = "str"
+c_nationkey = {{ type = "int", keys = {list(range(25))} }}
+c_phone = "str"
+c_acctbal = {{ type = "float", bounds = [-999.99, 9999.99] }}
+c_mktsegment = {{ type = "str", keys = {keys(MKTSEGMENTS)} }}
+c_comment = "str"
+
+[tables.orders]
+source = {source("orders")}
+privacy_unit = {{ column = "o_custkey", max_rows = {orders} }}
+
+[tables.orders.columns]
+o_orderkey = "int"
+o_custkey = "int"
+o_orderstatus = {{ type = "str", keys = ["F", "O", "P"] }}
+o_totalprice = {{ type = "float", bounds = [0, 600000] }}
+o_orderdate = "date"
+o_orderpriority = {{ type = "str", keys = {keys(PRIORITIES)} }}
+o_clerk = "str"
+o_shippriority = {{ type = "int", keys = [0] }}
+o_comment = "str"
+
+[tables.lineitem]
+source = {source("lineitem")}
+privacy_unit = {{ column = "l_custkey", max_rows = {lines} }}
+
+[tables.lineitem.columns]
+l_orderkey = "int"
+l_partkey = "int"
+l_suppkey = "int"
+l_linenumber = {{ type = "int", bounds = [1, 7] }}
+l_quantity = {{ type = "float", bounds = [1, 50] }}
+l_extendedprice = {{ type = "float", bounds = [900, 105000] }}
+l_discount = {{ type = "float", bounds = [0, 0.1] }}
+l_tax = {{ type = "float", bounds = [0, 0.08] }}
+l_returnflag = {{ type = "str", keys = ["A", "N", "R"] }}
+l_linestatus = {{ type = "str", keys = ["F", "O"] }}
+l_shipdate = "date"
+l_commitdate = "date"
+l_receiptdate = "date"
+l_shipinstruct = {{ type = "str", keys = {keys(INSTRUCTIONS)} }}
+l_shipmode = {{ type = "str", keys = {keys(SHIPMODES)} }}
+l_comment = "str"
+l_custkey = "int"
+{public}"""
+
+
+REVENUE = "l_extendedprice * (1 - l_discount)"
+
+QUERIES: dict[str, str] = {
+    "Q1": f"""SELECT l_returnflag, l_linestatus, SUM(l_quantity) AS sum_qty,
+        SUM(l_extendedprice) AS sum_base_price, SUM({REVENUE}) AS sum_disc_price,
+        SUM({REVENUE} * (1 + l_tax)) AS sum_charge, AVG(l_quantity) AS avg_qty,
+        AVG(l_extendedprice) AS avg_price, AVG(l_discount) AS avg_disc, COUNT(*) AS count_order
+        FROM lineitem WHERE l_shipdate <= '1998-09-02'
+        GROUP BY l_returnflag, l_linestatus""",
+    # Over public tables only: how many (part, supplier) offers qualify, at what lowest cost.
+    "Q2": """SELECT COUNT(*), MIN(ps_supplycost) FROM partsupp
+        JOIN part ON p_partkey = ps_partkey JOIN supplier ON s_suppkey = ps_suppkey
+        JOIN nation ON s_nationkey = n_nationkey JOIN region ON n_regionkey = r_regionkey
+        WHERE p_size = 15 AND p_type LIKE '%BRASS' AND r_name = 'EUROPE'""",
+    "Q3": f"""SELECT o_shippriority, SUM({REVENUE}) AS revenue, COUNT(*) AS lines
+        FROM lineitem JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey
+        JOIN customer ON c_custkey = o_custkey
+        WHERE c_mktsegment = 'BUILDING' AND o_orderdate < '1995-03-15'
+        AND l_shipdate > '1995-03-15' GROUP BY o_shippriority""",
+    "Q4": """SELECT o_orderpriority, COUNT(*) AS order_count FROM orders
+        WHERE o_orderdate >= '1993-07-01' AND o_orderdate < '1993-10-01'
+        AND EXISTS (SELECT * FROM lineitem WHERE l_orderkey = o_orderkey
+                    AND l_commitdate < l_receiptdate)
+        GROUP BY o_orderpriority""",
+    "Q5": f"""SELECT n_name, SUM({REVENUE}) AS revenue
+        FROM lineitem JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey
+        JOIN customer ON c_custkey = o_custkey JOIN supplier ON l_suppkey = s_suppkey
+        JOIN nation ON s_nationkey = n_nationkey JOIN region ON n_regionkey = r_regionkey
+        WHERE c_nationkey = s_nationkey AND r_name = 'ASIA'
+        AND o_orderdate >= '1994-01-01' AND o_orderdate < '1995-01-01'
+        GROUP BY n_name""",
+    "Q6": """SELECT SUM(l_extendedprice * l_discount) AS revenue FROM lineitem
+        WHERE l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01'
+        AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24""",
+    "Q7": f"""SELECT n1.n_name AS supp_nation, n2.n_name AS cust_nation,
+        EXTRACT(year FROM l_shipdate) AS l_year, SUM({REVENUE}) AS revenue
+        FROM lineitem JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey
+        JOIN customer ON c_custkey = o_custkey JOIN supplier ON s_suppkey = l_suppkey
+        JOIN nation n1 ON s_nationkey = n1.n_nationkey
+        JOIN nation n2 ON c_nationkey = n2.n_nationkey
+        WHERE ((n1.n_name = 'FRANCE' AND n2.n_name = 'GERMANY')
+               OR (n1.n_name = 'GERMANY' AND n2.n_name = 'FRANCE'))
+        AND l_shipdate BETWEEN '1995-01-01' AND '1996-12-31'
+        GROUP BY supp_nation, cust_nation, l_year""",
+    "Q8": f"""SELECT EXTRACT(year FROM o_orderdate) AS o_year,
+        SUM(CASE WHEN n2.n_name = 'BRAZIL' THEN {REVENUE} ELSE 0 END) / SUM({REVENUE})
+            AS mkt_share
+        FROM lineitem JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey
+        JOIN customer ON o_custkey = c_custkey JOIN part ON p_partkey = l_partkey
+        JOIN supplier ON s_suppkey = l_suppkey JOIN nation n1 ON c_nationkey = n1.n_nationkey
+        JOIN region ON n1.n_regionkey = r_regionkey JOIN nation n2 ON s_nationkey = n2.n_nationkey
+        WHERE r_name = 'AMERICA' AND o_orderdate BETWEEN '1995-01-01' AND '1996-12-31'
+        AND p_type = 'ECONOMY ANODIZED STEEL' GROUP BY o_year""",
+    "Q9": f"""SELECT n_name AS nation, EXTRACT(year FROM o_orderdate) AS o_year,
+        SUM({REVENUE} - ps_supplycost * l_quantity) AS sum_profit
+        FROM lineitem JOIN orders ON o_orderkey = l_orderkey AND l_custkey = o_custkey
+        JOIN part ON p_partkey = l_partkey JOIN supplier ON s_suppkey = l_suppkey
+        JOIN partsupp ON ps_suppkey = l_suppkey AND ps_partkey = l_partkey
+        JOIN nation ON s_nationkey = n_nationkey WHERE p_name LIKE '%green%'
+        GROUP BY nation, o_year""",
+    # The top-20 customers by lost revenue, as the lost revenue per nation.
+    "Q10": f"""SELECT n_name, SUM({REVENUE}) AS revenue, COUNT(*) AS lines
+        FROM lineitem JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey
+        JOIN customer ON c_custkey = o_custkey JOIN nation ON c_nationkey = n_nationkey
+        WHERE o_orderdate >= '1993-10-01' AND o_orderdate < '1994-01-01'
+        AND l_returnflag = 'R' GROUP BY n_name""",
+    # Over public tables only.
+    "Q11": """SELECT COUNT(*), SUM(ps_supplycost * ps_availqty) FROM partsupp
+        JOIN supplier ON ps_suppkey = s_suppkey JOIN nation ON s_nationkey = n_nationkey
+        WHERE n_name = 'GERMANY'""",
+    "Q12": """SELECT l_shipmode,
+        SUM(CASE WHEN o_orderpriority = '1-URGENT' OR o_orderpriority = '2-HIGH'
+            THEN 1 ELSE 0 END) AS high_line_count,
+        SUM(CASE WHEN o_orderpriority <> '1-URGENT' AND o_orderpriority <> '2-HIGH'
+            THEN 1 ELSE 0 END) AS low_line_count
+        FROM lineitem JOIN orders ON o_orderkey = l_orderkey AND l_custkey = o_custkey
+        WHERE l_shipmode IN ('MAIL', 'SHIP') AND l_commitdate < l_receiptdate
+        AND l_shipdate < l_commitdate AND l_receiptdate >= '1994-01-01'
+        AND l_receiptdate < '1995-01-01' GROUP BY l_shipmode""",
+    "Q13": """SELECT c_count, COUNT(*) AS custdist FROM (
+            SELECT c_custkey, COUNT(o_orderkey) AS c_count
+            FROM customer LEFT OUTER JOIN orders
+                ON c_custkey = o_custkey AND o_comment NOT LIKE '%special%requests%'
+            GROUP BY c_custkey) AS c_orders
+        GROUP BY c_count""",
+    "Q14": f"""SELECT 100.00 * SUM(CASE WHEN p_type LIKE 'PROMO%' THEN {REVENUE} ELSE 0 END)
+            / SUM({REVENUE}) AS promo_revenue
+        FROM lineitem JOIN part ON l_partkey = p_partkey
+        WHERE l_shipdate >= '1995-09-01' AND l_shipdate < '1995-10-01'""",
+    # The top supplier's revenue, as the revenue per supplier of the quarter.
+    "Q15": f"""SELECT l_suppkey, SUM({REVENUE}) AS total_revenue FROM lineitem
+        WHERE l_shipdate >= '1996-01-01' AND l_shipdate < '1996-04-01'
+        GROUP BY l_suppkey""",
+    # Over public tables only.
+    "Q16": """SELECT p_brand, p_type, p_size, COUNT(DISTINCT ps_suppkey) AS supplier_cnt
+        FROM partsupp JOIN part ON p_partkey = ps_partkey WHERE p_brand <> 'Brand#45'
+        AND p_type NOT LIKE 'MEDIUM POLISHED%' AND p_size IN (49, 14, 23, 45, 19, 3, 36, 9)
+        GROUP BY p_brand, p_type, p_size""",
+    "Q17": """SELECT SUM(l_extendedprice) / 7.0 AS avg_yearly FROM lineitem
+        JOIN part ON p_partkey = l_partkey
+        WHERE p_brand = 'Brand#23' AND p_container = 'MED BOX'
+        AND l_quantity < (SELECT 0.2 * AVG(l_quantity) FROM lineitem
+                          WHERE l_partkey = p_partkey)""",
+    # Large-volume customers, as how many orders hold more than 300 units.
+    "Q18": """SELECT COUNT(*) FROM (SELECT l_orderkey, SUM(l_quantity) AS quantity
+        FROM lineitem GROUP BY l_orderkey) AS big WHERE quantity > 300""",
+    "Q19": f"""SELECT SUM({REVENUE}) AS revenue FROM lineitem JOIN part ON p_partkey = l_partkey
+        WHERE l_shipinstruct = 'DELIVER IN PERSON' AND l_shipmode IN ('AIR', 'REG AIR') AND (
+            (p_brand = 'Brand#12' AND p_container IN ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG')
+             AND l_quantity >= 1 AND l_quantity <= 11 AND p_size BETWEEN 1 AND 5)
+         OR (p_brand = 'Brand#23' AND p_container IN ('MED BAG', 'MED BOX', 'MED PKG', 'MED PACK')
+             AND l_quantity >= 10 AND l_quantity <= 20 AND p_size BETWEEN 1 AND 10)
+         OR (p_brand = 'Brand#34' AND p_container IN ('LG CASE', 'LG BOX', 'LG PACK', 'LG PKG')
+             AND l_quantity >= 20 AND l_quantity <= 30 AND p_size BETWEEN 1 AND 15))""",
+    # Suppliers with excess stock, as how many there are.
+    "Q20": """SELECT COUNT(*) FROM supplier JOIN nation ON s_nationkey = n_nationkey
+        WHERE n_name = 'CANADA' AND s_suppkey IN (
+            SELECT ps_suppkey FROM partsupp WHERE ps_partkey IN (
+                SELECT p_partkey FROM part WHERE p_name LIKE 'forest%')
+            AND ps_availqty > (SELECT 0.5 * SUM(l_quantity) FROM lineitem
+                WHERE l_partkey = ps_partkey AND l_suppkey = ps_suppkey
+                AND l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01'))""",
+    # Suppliers who kept orders waiting, as how many such lines there are.
+    "Q21": """SELECT COUNT(*) AS numwait FROM lineitem l1
+        JOIN orders ON o_orderkey = l1.l_orderkey AND l1.l_custkey = o_custkey
+        JOIN supplier ON s_suppkey = l1.l_suppkey JOIN nation ON s_nationkey = n_nationkey
+        WHERE o_orderstatus = 'F' AND l1.l_receiptdate > l1.l_commitdate
+        AND EXISTS (SELECT * FROM lineitem l2 WHERE l2.l_orderkey = l1.l_orderkey
+                    AND l2.l_suppkey <> l1.l_suppkey)
+        AND NOT EXISTS (SELECT * FROM lineitem l3 WHERE l3.l_orderkey = l1.l_orderkey
+                        AND l3.l_suppkey <> l1.l_suppkey AND l3.l_receiptdate > l3.l_commitdate)
+        AND n_name = 'SAUDI ARABIA'""",
+    "Q22": """SELECT SUBSTRING(c_phone, 1, 2) AS cntrycode, COUNT(*) AS numcust,
+        SUM(c_acctbal) AS totacctbal FROM customer
+        WHERE SUBSTRING(c_phone, 1, 2) IN ('13', '31', '23', '29', '30', '18', '17')
+        AND c_acctbal > (SELECT AVG(c_acctbal) FROM customer WHERE c_acctbal > 0.00)
+        AND NOT EXISTS (SELECT * FROM orders WHERE o_custkey = c_custkey)
+        GROUP BY cntrycode""",
+}
+
+NEEDS_DELTA = {"Q7", "Q8", "Q9", "Q15"}
+"""Queries grouping by keys without a public list (private partition selection spends δ)."""
+
+
+def progress(text: str) -> None:
+    print(f"  … {text}", file=sys.stderr, flush=True)
+
+
+def generate(scale: float, root: Path) -> Path:
+    """The eight tables at ``scale`` as Parquet (generated once; lineitem with its l_custkey)."""
+    folder = root / f"sf{scale:g}"
+    if (folder / "lineitem.parquet").exists():
+        return folder
+    raw = folder / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    cli = shutil.which("tpchgen-cli") or str(Path(sys.executable).parent / "tpchgen-cli")
+    progress(f"generating TPC-H SF {scale:g} with tpchgen-cli into {raw}")
+    subprocess.run([cli, "parquet", "-s", f"{scale:g}", "--output-dir", str(raw)], check=True)
+    con = duckdb.connect()
+    try:
+        for name in TABLES:
+            source = raw / f"{name}.parquet"
+            target = folder / f"{name}.parquet"
+            if name == "lineitem":
+                progress("writing lineitem with its order's customer (l_custkey)")
+                con.execute(
+                    f"COPY (SELECT l.*, o.o_custkey AS l_custkey FROM '{source}' l "
+                    f"JOIN '{raw / 'orders.parquet'}' o ON l.l_orderkey = o.o_orderkey) "
+                    f"TO '{target}' (FORMAT PARQUET)"
+                )
+            else:
+                shutil.copyfile(source, target)
+    finally:
+        con.close()
+    shutil.rmtree(raw)
+    return folder
+
+
+@dataclass
+class Outcome:
+    """One query's line of the table."""
+
+    name: str
+    answered: bool
+    reason: str = ""
+    error: float = math.nan
+    dalenius: float = math.nan
+    raw: float = math.nan
+
+
+class FreshSession(Session):
+    """A session whose every release reads the data (never answered from the ledger's cache)."""
+
+    count = 0
+
+    def _request_key(self, plan: ReleasePlan[Any]) -> str:
+        FreshSession.count += 1
+        return f"{super()._request_key(plan)}:{FreshSession.count}"
+
+
+def numeric_cells(rows: Any, skip: list[int]) -> list[float]:
+    """Every numeric value of the rows but their key columns (``skip``), in order (DuckDB's
+    DECIMALs included).
+    """
+    out = []
+    for row in rows:
+        for i, value in enumerate(row):
+            if i in skip:
+                continue
+            if isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, bool):
+                out.append(float(value))
+    return out
+
+
+def relative_error(released: list[float], exact: list[float]) -> float:
+    """The median over cells of |released − exact| / max(|exact|, 1), cells matched by the
+    groups' keys (a group the private selection did not release has no cell).
+    """
+    if not released or len(released) != len(exact):
+        return math.nan
+    return statistics.median(
+        abs(r - e) / max(abs(e), 1.0) for r, e in zip(released, exact, strict=True)
+    )
+
+
+def run_query(
+    session: Session, con: duckdb.DuckDBPyConnection, name: str, sql: str, args: argparse.Namespace
+) -> Outcome:
+    """Answer or refuse ``sql``; time it against raw DuckDB on the same files."""
+    delta = 1e-6 if name in NEEDS_DELTA else None
+    try:
+        session.explain(sql, args.epsilon, delta=delta)
+    except DaleniusError as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return Outcome(name, False, first)
+    exact_rows = con.execute(sql).fetchall()
+    times: list[float] = []
+    raw_times: list[float] = []
+    result = None
+    for i in range(args.repeats + 1):
+        started = time.perf_counter()
+        con.execute(sql).fetchall()
+        raw_elapsed = time.perf_counter() - started
+        started = time.perf_counter()
+        result = session.query(sql, args.epsilon, delta=delta)
+        elapsed = time.perf_counter() - started
+        if i:  # the first run of each warms up
+            raw_times.append(raw_elapsed)
+            times.append(elapsed)
+    assert result is not None
+    keys = [i for i, kind in enumerate(result.kinds) if kind == "key"]
+    exact = {tuple(str(row[i]) for i in keys): row for row in exact_rows}
+    pairs = [(row, exact.get(tuple(str(row[i]) for i in keys))) for row in result.rows]
+    released_cells = numeric_cells([r for r, e in pairs if e is not None], skip=keys)
+    exact_cells = numeric_cells([e for _, e in pairs if e is not None], skip=keys)
+    return Outcome(
+        name,
+        True,
+        error=relative_error(released_cells, exact_cells),
+        dalenius=statistics.median(times),
+        raw=statistics.median(raw_times),
+    )
+
+
+def run_scale(scale: float, args: argparse.Namespace) -> list[Outcome]:
+    folder = generate(scale, Path(args.data).expanduser())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tpch.toml"
+        path.write_text(catalog_text(folder, args.orders, args.lines))
+        catalog = load_catalog(path)
+        ledger = open_ledger(None)
+        ledger.set_budget("analyst", catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
+        session = FreshSession(catalog, ledger=ledger, executor=DuckDBExecutor(catalog))
+        con = duckdb.connect()
+        for name in TABLES:
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM '{folder / (name + '.parquet')}'")
+        outcomes = []
+        try:
+            for name, sql in QUERIES.items():
+                progress(f"SF {scale:g}: {name}")
+                outcomes.append(run_query(session, con, name, sql, args))
+        finally:
+            session.close()
+            con.close()
+    return outcomes
+
+
+def report(scale: float, outcomes: list[Outcome], epsilon: float) -> None:
+    answered = sum(o.answered for o in outcomes)
+    print(f"\nTPC-H SF {scale:g}, customer as the privacy unit, epsilon = {epsilon:g} (DuckDB)")
+    print(f"{'query':6} {'answered':9} {'rel. error':>10} {'dalenius':>10} {'raw':>9} {'ratio':>6}")
+    for o in outcomes:
+        if o.answered:
+            error = "no group" if math.isnan(o.error) else f"{o.error:.4f}"
+            print(
+                f"{o.name:6} {'yes':9} {error:>10} {o.dalenius * 1000:8.1f}ms "
+                f"{o.raw * 1000:7.1f}ms {o.dalenius / o.raw:6.2f}"
+            )
+        else:
+            print(f"{o.name:6} {'refused':9} {o.reason[:100]}")
+    print(f"answered {answered} of {len(outcomes)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, nargs="+", default=[0.1])
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--orders", type=int, default=40, help="orders per customer (cap)")
+    parser.add_argument("--lines", type=int, default=280, help="lines per customer (cap)")
+    parser.add_argument("--data", default="~/.cache/dalenius-tpch")
+    args = parser.parse_args()
+    print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
+    for scale in args.scale:
+        report(scale, run_scale(scale, args), args.epsilon)
+    print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
