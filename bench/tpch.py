@@ -1,7 +1,8 @@
 """TPC-H under a person-level unit: the 22 questions, asked in aggregate form, privately.
 
 Run ``.venv/bin/python bench/tpch.py --scale 0.1 1`` (see ``docs/engines.md``). For each scale
-factor it generates the eight tables once with ``tpchgen-cli`` (PyPI) into Parquet under
+factor it generates the eight tables once with ``tpchgen-cli`` (PyPI; ``pip install
+'dalenius[bench]'``) into Parquet under
 ``--data`` (default ``~/.cache/dalenius-tpch``, outside the repository), with a progress line per
 step, and writes a catalog in which ``customer`` is the privacy unit:
 
