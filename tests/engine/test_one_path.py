@@ -253,7 +253,7 @@ def test_a_test_product_is_fetched_again_by_entry_id(tmp_path: Path) -> None:
     result = RUNS["test product"](session, 1.0)
     left = session.remaining()
     again = session.release(result.entry_id)
-    assert again.cached and again.release == result.release
+    assert again.cached and again.release.counts == result.release.counts
     assert session.remaining() == left
 
 
