@@ -5,10 +5,17 @@ Dalenius synthesises every column of ``tests/fixtures/adult.toml`` that has publ
 total-variation distance ½·L1 between normalised marginals, averaged over all 1-way, all 2-way
 and 200 random 3-way marginals — against the real table on the same domains, and the time.
 
-smartnoise-synth pulls in torch (several GB) and pins an old mbi, so it is never installed beside
-Dalenius: point ``SMARTNOISE_PYTHON`` at the Python of a virtualenv that has it, and the same
-table (the same binned columns, written to a CSV) is synthesised there in the same run; without it
-the comparison column says "not installed".
+smartnoise-synth pulls in torch and pins an old mbi, so it is never installed beside Dalenius:
+point ``SMARTNOISE_PYTHON`` at the Python of a virtualenv that has it (``python -m venv
+/tmp/sn-peers && /tmp/sn-peers/bin/pip install smartnoise-synth``), and the same table (the same
+binned columns, written to a CSV) is synthesised there in the same run, ``--runs`` times, without
+it the comparison row says "not installed". Its input is prepared as its documentation asks of
+MST: every column discretised beforehand on public cut points and declared categorical
+(``categorical_columns``), so no preprocessing budget is needed (``preprocessor_eps=0``: nothing
+is inferred from the data). Its output is read back as text and each value mapped to the label of
+the same text in the column's domain (``education_num`` has integer labels: compared as text
+against integers, every one of its cells would count as wrong); a value outside the domain stays
+as it is, and counts as error.
 
     .venv/bin/python bench/synth.py [--runs 3]
 """
@@ -37,12 +44,15 @@ SMARTNOISE = """
 import json, sys, time
 import pandas as pd
 from snsynth import Synthesizer
-frame = pd.read_csv(sys.argv[1], dtype=str)
-start = time.perf_counter()
-synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9)
-out = synth.fit_sample(frame, preprocessor_eps=0.0)
-out.to_csv(sys.argv[2], index=False)
-print(json.dumps({"seconds": time.perf_counter() - start}))
+frame = pd.read_csv(sys.argv[1], dtype=str, keep_default_na=False)
+seconds = []
+for run in range(int(sys.argv[3])):
+    start = time.perf_counter()
+    synth = Synthesizer.create("mst", epsilon=1.0, delta=1e-9)
+    out = synth.fit_sample(frame, categorical_columns=list(frame.columns), preprocessor_eps=0.0)
+    seconds.append(time.perf_counter() - start)
+    out.to_csv(f"{sys.argv[2]}.{run}", index=False)
+print(json.dumps({"seconds": seconds}))
 """
 
 
@@ -70,7 +80,8 @@ def main() -> None:
         f"adult.csv, {len(real)} rows with every chosen column present, {len(columns)} columns: {', '.join(columns)}"
     )
     print(
-        f"ε = 1, δ = 1e-9; workload error = mean TVD over 1-way, 2-way and 200 random 3-way marginals; {args.runs} runs"
+        f"ε = 1, δ = 1e-9; workload error = mean TVD over 1-way, 2-way and 200 random 3-way "
+        f"marginals, mean of {args.runs} releases each; seconds: median per release (wall)"
     )
     errors, seconds = [], []
     for _ in range(args.runs):
@@ -79,7 +90,8 @@ def main() -> None:
         seconds.append(time.perf_counter() - start + exact_seconds)
         errors.append(workload_error(real, release.to_pandas(), columns))
     ours = {k: float(np.mean([e[k] for e in errors])) for k in errors[0]}
-    theirs = smartnoise(real, columns)
+    labels = {d.name: {str(label): label for label in d.labels} for d in plan.domains}
+    theirs = smartnoise(real, labels, args.runs)
     print(f"{'':<22} {'1-way':>8} {'2-way':>8} {'3-way':>8} {'seconds':>9}")
     print(
         f"{'Dalenius MST':<22} {ours['1-way']:>8.4f} {ours['2-way']:>8.4f} {ours['3-way']:>8.4f} {np.median(seconds):>9.2f}"
@@ -94,15 +106,19 @@ def main() -> None:
         )
 
 
-def smartnoise(real: pd.DataFrame, columns: list[str]) -> dict[str, float] | None:
+def smartnoise(
+    real: pd.DataFrame, labels: dict[str, dict[str, object]], runs: int
+) -> dict[str, float] | None:
+    """smartnoise-synth's MST on the same table, ``runs`` times: mean errors, median seconds."""
     python = os.environ.get("SMARTNOISE_PYTHON")
     if not python or not Path(python).exists():
         return None
+    columns = list(real.columns)
     with tempfile.TemporaryDirectory() as tmp:
         source, target = Path(tmp) / "real.csv", Path(tmp) / "synthetic.csv"
         real.to_csv(source, index=False)
         done = subprocess.run(
-            [python, "-c", SMARTNOISE, str(source), str(target)],
+            [python, "-c", SMARTNOISE, str(source), str(target), str(runs)],
             capture_output=True,
             text=True,
             check=False,
@@ -111,8 +127,14 @@ def smartnoise(real: pd.DataFrame, columns: list[str]) -> dict[str, float] | Non
             print(f"smartnoise-synth failed: {done.stderr.strip().splitlines()[-1:]}")
             return None
         timing = json.loads(done.stdout.strip().splitlines()[-1])
-        out = workload_error(real, pd.read_csv(target, dtype=str), columns)
-        return {**out, "seconds": float(timing["seconds"])}
+        errors = []
+        for run in range(runs):
+            out = pd.read_csv(f"{target}.{run}", dtype=str, keep_default_na=False)
+            for column in columns:  # the text of each value back to the domain's label
+                out[column] = out[column].map(lambda v, c=column: labels[c].get(v, v))
+            errors.append(workload_error(real, out, columns))
+        mean = {k: float(np.mean([e[k] for e in errors])) for k in errors[0]}
+        return {**mean, "seconds": float(np.median(timing["seconds"]))}
 
 
 if __name__ == "__main__":
