@@ -14,7 +14,12 @@ CSV source) and the Parquet file itself (how it reads a Parquet source). They di
 evaluates a *function* of one column once per entry of a Parquet dictionary (``age`` has 101
 distinct values), but a CASE once per row.
 
-    .venv/bin/python bench/clip.py [--rows 10000000] [--repeats 7]
+    .venv/bin/python bench/clip.py [--rows 10000000] [--repeats 7] [--arrivals]
+
+``--arrivals`` times the same forms on the data-as-it-comes table of ``bench/engines.py``
+(``arrivals.parquet``, written by a run of it at the same ``--rows``): ``score``, an integer 15% of
+which lies outside [0, 100], and ``amount``, a double with 10% NULLs and a Pareto tail past 1000
+(its fixed point: 2^20 steps per unit, not centred, as Dalenius writes it).
 
 This is a benchmark, not a test: it prints one table and asserts nothing.
 """
@@ -81,13 +86,44 @@ def forms() -> dict[str, tuple[str, str]]:
     }
 
 
-def run(con: duckdb.DuckDBPyConnection, repeats: int) -> dict[str, float]:
+def arrival_forms() -> dict[str, tuple[str, str]]:
+    """Name -> (query, raw query) on ``arrivals``: values outside their bounds, NULLs, a tail."""
+    raw = "SELECT SUM(score) FROM p"
+    chosen = {"raw SUM(score)": (raw, raw)}
+    for name, form in {
+        "CASE, within first (Dalenius)": CASE,
+        "CASE, two tests (before)": TWO_TESTS,
+        "LEAST(GREATEST())": LEAST,
+    }.items():
+        chosen[f"  score: {name}"] = (f"SELECT SUM({form.format(x='score', hi=100)}) FROM p", raw)
+    raw_f = "SELECT SUM(amount) FROM p"
+    grid = "SELECT SUM(CAST(FLOOR(CAST({clip} AS DOUBLE) * CAST(1048576 AS DOUBLE) + 0.5) AS BIGINT)) FROM p"
+    return chosen | {
+        "raw SUM(amount)": (raw_f, raw_f),
+        "  amount: clipped (Dalenius's CASE), no grid": (
+            f"SELECT SUM({CASE.format(x='amount', hi=1000)}) FROM p",
+            raw_f,
+        ),
+        "  amount: fixed point, no clip": (grid.format(clip="amount"), raw_f),
+        "  amount: fixed point (Dalenius)": (
+            grid.format(clip=CASE.format(x="amount", hi=1000)),
+            raw_f,
+        ),
+        "  amount: fixed point, LEAST(GREATEST()) + guard": (
+            grid.format(clip=GUARD.format(x="amount", hi=1000)),
+            raw_f,
+        ),
+    }
+
+
+def run(
+    con: duckdb.DuckDBPyConnection, repeats: int, chosen: dict[str, tuple[str, str]]
+) -> dict[str, float]:
     """The median CPU time of every form on the relation ``p`` of ``con``, forms interleaved.
 
     CPU time of this process (DuckDB's threads included), not wall time: the work a form costs,
     which other processes loading the machine move far less than they move wall time.
     """
-    chosen = forms()
     times: dict[str, list[float]] = {name: [] for name in chosen}
     for query, _ in chosen.values():
         con.execute(query).fetchall()
@@ -104,22 +140,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "dalenius-bench")
+    parser.add_argument(
+        "--arrivals",
+        action="store_true",
+        help="time the forms on bench/engines.py's arrivals table (run that first at --rows)",
+    )
     args = parser.parse_args(argv)
     folder = args.data / f"rows-{args.rows}"
-    if not (folder / "census.toml").exists():
-        write_benchmark(folder, args.rows)
-    parquet = f"read_parquet('{folder / 'people.parquet'}')"
-    columns = "income, age, CAST(income AS DOUBLE) AS f"
+    if args.arrivals:
+        parquet = f"read_parquet('{folder / 'arrivals.parquet'}')"
+        columns, chosen = "score, amount", arrival_forms()
+    else:
+        if not (folder / "census.toml").exists():
+            write_benchmark(folder, args.rows)
+        parquet = f"read_parquet('{folder / 'people.parquet'}')"
+        columns, chosen = "income, age, CAST(income AS DOUBLE) AS f", forms()
     sources = {
         "in-memory table": f"CREATE TABLE p AS SELECT {columns} FROM {parquet}",
         "Parquet file": f"CREATE VIEW p AS SELECT {columns} FROM {parquet}",
     }
-    chosen = forms()
     medians = {}
     for source, create in sources.items():
         con = duckdb.connect()
         con.execute(create)
-        medians[source] = run(con, args.repeats)
+        medians[source] = run(con, args.repeats, chosen)
         con.close()
     print(
         f"DuckDB {duckdb.__version__}, {args.rows:,} rows, median CPU time of {args.repeats} runs"
