@@ -34,11 +34,13 @@ if TYPE_CHECKING:
     from dalenius.core.loss import ZCDP, ApproxDP, PureDP
     from dalenius.engine.result import Result
     from dalenius.engine.session import Session, connect
+    from dalenius.frames import AggregateFrame, PrivateFrame, col, lit, when
     from dalenius.plan.explain import Explanation
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "AggregateFrame": "dalenius.frames",
     "ApproxDP": "dalenius.core.loss",
     "BudgetExceededError": "dalenius.core.errors",
     "Catalog": "dalenius.core.catalog",
@@ -50,18 +52,23 @@ _EXPORTS = {
     "Explanation": "dalenius.plan.explain",
     "InvalidLossError": "dalenius.core.errors",
     "PrivacyRefusal": "dalenius.core.errors",
+    "PrivateFrame": "dalenius.frames",
     "PureDP": "dalenius.core.loss",
     "QueryError": "dalenius.core.errors",
     "Result": "dalenius.engine.result",
     "Session": "dalenius.engine.session",
     "UserError": "dalenius.core.errors",
     "ZCDP": "dalenius.core.loss",
+    "col": "dalenius.frames",
     "connect": "dalenius.engine.session",
+    "lit": "dalenius.frames",
     "load_catalog": "dalenius.core.catalog",
+    "when": "dalenius.frames",
 }
 
 __all__ = [
     "ZCDP",
+    "AggregateFrame",
     "ApproxDP",
     "BudgetExceededError",
     "Catalog",
@@ -73,14 +80,18 @@ __all__ = [
     "Explanation",
     "InvalidLossError",
     "PrivacyRefusal",
+    "PrivateFrame",
     "PureDP",
     "QueryError",
     "Result",
     "Session",
     "UserError",
     "__version__",
+    "col",
     "connect",
+    "lit",
     "load_catalog",
+    "when",
 ]
 
 

@@ -71,6 +71,7 @@ from dalenius.engine.result import (
 from dalenius.engine.timing import Deadline, DeadlineMissed
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
+from dalenius.frames.frame import PrivateFrame
 from dalenius.ledger import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
 from dalenius.ledger.base import CACHED, COMMITTED, LedgerEntry
 from dalenius.plan.accuracy import (
@@ -214,6 +215,12 @@ class Session:
         prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
         self.policy.check(prepared.plan.loss)
         return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
+
+    def table(self, name: str) -> PrivateFrame:
+        """A lazy private frame over the catalog's table ``name`` (``docs/frames.md``): its
+        aggregates are released through :meth:`query`, as the SQL they compile to.
+        """
+        return PrivateFrame.scan(self, name)
 
     def plan(
         self,
