@@ -41,8 +41,8 @@ def test_a_grouped_frame_is_one_select(session: Session) -> None:
         session.table("adult").filter(col("age") >= 40).group_by("sex").agg(count(), mean("age"))
     )
     assert frame.to_sql() == (
-        'SELECT "sex" AS "sex", COUNT(*) AS "count", AVG("age") AS "mean_age" '
-        'FROM "adult" WHERE ("age" >= 40) GROUP BY 1'
+        "SELECT sex AS sex, COUNT(*) AS count, AVG(age) AS mean_age "
+        "FROM adult WHERE age >= 40 GROUP BY 1"
     )
 
 
@@ -61,11 +61,11 @@ def test_every_aggregation_writes_its_sql_aggregate(session: Session) -> None:
     )
     select = frame.to_sql().split(" FROM ")[0]
     assert select == (
-        'SELECT COUNT("occupation") AS "count_occupation", '
-        'COUNT(DISTINCT "occupation") AS "count_distinct_occupation", SUM("age") AS "sum_age", '
-        'VAR_SAMP("age") AS "var_age", STDDEV_POP("age") AS "sd", QUANTILE("age", 0.9) AS "p90", '
-        'MEDIAN("age") AS "median_age", MIN("age") AS "min_age", MAX("age") AS "max_age", '
-        'AVG("hours_per_week") AS "mean_hours_per_week"'
+        "SELECT COUNT(occupation) AS count_occupation, "
+        "COUNT(DISTINCT occupation) AS count_distinct_occupation, SUM(age) AS sum_age, "
+        "VAR_SAMP(age) AS var_age, STDDEV_POP(age) AS sd, QUANTILE(age, 0.9) AS p90, "
+        "MEDIAN(age) AS median_age, MIN(age) AS min_age, MAX(age) AS max_age, "
+        "AVG(hours_per_week) AS mean_hours_per_week"
     )
 
 
@@ -77,29 +77,54 @@ def test_derived_columns_are_inlined_where_used(session: Session) -> None:
         .group_by("decade")
         .agg(n=count())
     )
-    decade = '(FLOOR(("age" * 1.0) / 10) * 10)'
+    decade = "FLOOR(age * 1.0 / 10) * 10"
     assert frame.to_sql() == (
-        f'SELECT {decade} AS "decade", COUNT(*) AS "n" FROM "adult" '
-        f"WHERE ({decade} >= 30) GROUP BY 1"
+        f"SELECT {decade} AS decade, COUNT(*) AS n FROM adult WHERE {decade} >= 30 GROUP BY 1"
     )
 
 
 def test_python_division_semantics_are_kept(session: Session) -> None:
     """``/`` is true division and ``//`` rounds down, unlike SQL's integer division."""
     frame = session.table("adult").agg(mean(col("age") / 7).alias("m"))
-    assert 'AVG((("age" * 1.0) / 7))' in frame.to_sql()
+    assert "AVG(age * 1.0 / 7)" in frame.to_sql()
     frame = session.table("adult").agg(mean(col("hours_per_week") // 2).alias("m"))
-    assert 'AVG(FLOOR("hours_per_week" / 2))' in frame.to_sql()
+    assert "AVG(FLOOR(hours_per_week / 2))" in frame.to_sql()
 
 
 def test_literals_cannot_break_out_of_their_quotes(session: Session) -> None:
     frame = session.table("adult").filter(col("sex") == "x' OR 1=1 --").agg(count())
-    assert "WHERE (\"sex\" = 'x'' OR 1=1 --')" in frame.to_sql()
+    assert "WHERE sex = 'x'' OR 1=1 --'" in frame.to_sql()
     odd = session.table("adult").agg(count().alias('a"b'))
     assert 'COUNT(*) AS "a""b"' in odd.to_sql()
     # the binder reads the text back as one literal: the condition matches no row's sex
     result = odd.collect(epsilon=1)
     assert result.columns == ('a"b',)
+
+
+def test_identifiers_are_quoted_only_when_needed(session: Session) -> None:
+    frame = session.table("adult").agg(count().alias("order"), count("age").alias("Big N"))
+    assert frame.to_sql() == 'SELECT COUNT(*) AS "order", COUNT(age) AS "Big N" FROM adult'
+    assert frame.collect(epsilon=1).columns == ("order", "Big N")
+
+
+def test_parentheses_follow_precedence(session: Session) -> None:
+    frame = session.table("adult").filter(
+        (col("age") > 30) | (col("sex") == "Male"),
+        ~(col("age") < 40),
+        col("age") - (col("age") - 1) > 0,
+        -(-col("age")) > 5 - lit(-3),  # noqa: B002 (a negation of a negation, on purpose)
+    )
+    where = frame.agg(count()).to_sql().split(" WHERE ")[1]
+    assert where == (
+        "(age > 30 OR sex = 'Male') AND NOT age < 40 AND age - (age - 1) > 0 AND -(-age) > 5 - (-3)"
+    )
+    # the binder reads the same conditions from the text as from the fully bracketed form
+    bracketed = (
+        "SELECT COUNT(*) AS count FROM adult WHERE ((age > 30) OR (sex = 'Male')) AND "
+        "(NOT (age < 40)) AND ((age - (age - 1)) > 0) AND ((-(-age)) > (5 - (-3)))"
+    )
+    ours = session.prepare(frame.agg(count()).to_sql(), 1).plan.fingerprint()
+    assert ours == session.prepare(bracketed, 1).plan.fingerprint()
 
 
 def test_a_backslash_in_text_is_refused() -> None:
@@ -115,22 +140,21 @@ def test_joins_qualify_every_column(session: Session) -> None:
         .agg(count())
     )
     assert frame.to_sql() == (
-        'SELECT "edu_levels"."level" AS "level", COUNT(*) AS "count" FROM "adult" '
-        'JOIN "edu_levels" ON "adult"."education" = "edu_levels"."education" GROUP BY 1'
+        "SELECT edu_levels.level AS level, COUNT(*) AS count FROM adult "
+        "JOIN edu_levels ON adult.education = edu_levels.education GROUP BY 1"
     )
 
 
 def test_sort_and_limit_post_process(session: Session) -> None:
     frame = session.table("adult").group_by("race").agg(n=count()).sort("n", descending=True)
-    assert frame.limit(2).to_sql().endswith('GROUP BY 1 ORDER BY "n" DESC LIMIT 2')
+    assert frame.limit(2).to_sql().endswith("GROUP BY 1 ORDER BY n DESC LIMIT 2")
 
 
 def test_case_when(session: Session) -> None:
     band = when(col("age") < 30).then("young").when(col("age") < 60).then("mid").otherwise("old")
     frame = session.table("adult").group_by(band=band).agg(count())
     assert frame.to_sql().startswith(
-        "SELECT (CASE WHEN (\"age\" < 30) THEN 'young' WHEN (\"age\" < 60) THEN 'mid' "
-        "ELSE 'old' END) AS \"band\""
+        "SELECT CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'mid' ELSE 'old' END AS band"
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -31,8 +32,151 @@ Literal = bool | int | float | str | datetime.date | None
 MAX_INT = 2**63 - 1
 
 
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]*")
+
+RESERVED = frozenset(
+    [
+        "ALL",
+        "ANALYSE",
+        "ANALYZE",
+        "AND",
+        "ANTI",
+        "ANY",
+        "ARRAY",
+        "AS",
+        "ASC",
+        "ASOF",
+        "ASYMMETRIC",
+        "BETWEEN",
+        "BOTH",
+        "BY",
+        "CASE",
+        "CAST",
+        "CHECK",
+        "COLLATE",
+        "COLLATION",
+        "COLUMN",
+        "CONSTRAINT",
+        "CREATE",
+        "CROSS",
+        "CUBE",
+        "CURRENT_CATALOG",
+        "CURRENT_DATE",
+        "CURRENT_ROLE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "CURRENT_USER",
+        "DATE",
+        "DEFAULT",
+        "DEFERRABLE",
+        "DESC",
+        "DISTINCT",
+        "DIV",
+        "DO",
+        "ELSE",
+        "END",
+        "ESCAPE",
+        "EXCEPT",
+        "EXISTS",
+        "FALSE",
+        "FETCH",
+        "FILTER",
+        "FOR",
+        "FOREIGN",
+        "FROM",
+        "FULL",
+        "GLOB",
+        "GRANT",
+        "GROUP",
+        "GROUPING",
+        "HAVING",
+        "ILIKE",
+        "IN",
+        "INITIALLY",
+        "INNER",
+        "INTERSECT",
+        "INTERVAL",
+        "INTO",
+        "IS",
+        "ISNULL",
+        "JOIN",
+        "LATERAL",
+        "LEADING",
+        "LEFT",
+        "LIKE",
+        "LIMIT",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "MAP",
+        "MOD",
+        "NATURAL",
+        "NOT",
+        "NOTNULL",
+        "NULL",
+        "OFFSET",
+        "ON",
+        "ONLY",
+        "OR",
+        "ORDER",
+        "OUTER",
+        "OVER",
+        "PARTITION",
+        "PIVOT",
+        "PLACING",
+        "POSITIONAL",
+        "PRIMARY",
+        "QUALIFY",
+        "RANGE",
+        "REFERENCES",
+        "REGEXP",
+        "RETURNING",
+        "RIGHT",
+        "RLIKE",
+        "ROLLUP",
+        "ROWS",
+        "SAMPLE",
+        "SELECT",
+        "SEMI",
+        "SESSION_USER",
+        "SETS",
+        "SIMILAR",
+        "SOME",
+        "STRUCT",
+        "SYMMETRIC",
+        "TABLE",
+        "TABLESAMPLE",
+        "THEN",
+        "TIME",
+        "TIMESTAMP",
+        "TO",
+        "TOP",
+        "TRAILING",
+        "TRUE",
+        "UNION",
+        "UNIQUE",
+        "UNNEST",
+        "UNPIVOT",
+        "USER",
+        "USING",
+        "VALUES",
+        "VARIADIC",
+        "WHEN",
+        "WHERE",
+        "WINDOW",
+        "WITH",
+        "XOR",
+    ]
+)
+"""Words the SQL readers reserve: a column so named is always written quoted."""
+
+
 def quote(name: str) -> str:
-    """An SQL identifier, double-quoted (a quote inside is doubled)."""
+    """An SQL identifier: bare when it is a plain lower-case name (as an analyst writes it, so
+    the query's text — which names its aggregates in the plan — is the hand-written one),
+    double-quoted otherwise, a quote inside doubled.
+    """
+    if _PLAIN.fullmatch(name) and name.upper() not in RESERVED:
+        return name
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -111,6 +255,10 @@ class Expr:
     def output_name(self) -> str | None:
         """The name this expression gets as a column: its alias, or the column it reads."""
         return None
+
+    def precedence(self) -> int:
+        """How tightly its SQL binds (an operand binding less tightly is parenthesised)."""
+        return ATOM
 
     # -- building ------------------------------------------------------------------------------
 
@@ -456,6 +604,19 @@ class Alias(Expr):
         return f"{self.expr!r}.alias({show(self.name)})"
 
 
+ATOM = 9
+_PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3, "+": 5, "-": 5, "*": 6, "/": 6, "//": ATOM}
+_PRECEDENCE |= dict.fromkeys(("=", "<>", "<", "<=", ">", ">="), 4)
+
+
+def operand(expr: Expr, qualify: bool, floor: int) -> str:
+    """``expr``'s SQL, parenthesised if it binds less tightly than ``floor`` — the fewest
+    parentheses, so the text is the one an analyst writes (the plan names aggregates by it).
+    """
+    text = expr.sql(qualify)
+    return f"({text})" if expr.precedence() < floor else text
+
+
 _ARITHMETIC = ("+", "-", "*", "/", "//")
 _COMPARISON = ("=", "<>", "<", "<=", ">", ">=")
 _SYMBOL = {"=": "==", "<>": "!=", "AND": "&", "OR": "|"}
@@ -503,14 +664,21 @@ class Binary(Expr):
             )
 
     def sql(self, qualify: bool) -> str:
-        """``(left op right)``; ``/`` widens integers, ``//`` rounds down."""
-        left, right = self.left.sql(qualify), self.right.sql(qualify)
+        """``left op right``; ``/`` widens integers, ``//`` rounds down."""
+        level = _PRECEDENCE[self.op]
         if self.op in ("/", "//"):
+            left = operand(self.left, qualify, 6)
             if self.left.dtype() != "float" and self.right.dtype() != "float":
-                left = f"({left} * 1.0)"
-            quotient = f"({left} / {right})"
-            return f"FLOOR{quotient}" if self.op == "//" else quotient
-        return f"({left} {self.op} {right})"
+                left = f"{left} * 1.0"
+            quotient = f"{left} / {operand(self.right, qualify, 7)}"
+            return f"FLOOR({quotient})" if self.op == "//" else quotient
+        # Comparisons do not chain: an equal operand on the left is parenthesised too.
+        left = operand(self.left, qualify, level + (self.op in _COMPARISON))
+        return f"{left} {self.op} {operand(self.right, qualify, level + 1)}"
+
+    def precedence(self) -> int:
+        """The operator's binding."""
+        return _PRECEDENCE[self.op]
 
     def dtype(self) -> str:
         """``bool`` for comparisons and logic; the numeric type otherwise."""
@@ -551,8 +719,13 @@ class Unary(Expr):
 
     def sql(self, qualify: bool) -> str:
         """``(NOT x)`` or ``(-x)``."""
-        space = " " if self.op == "NOT" else ""
-        return f"({self.op}{space}{self.expr.sql(qualify)})"
+        if self.op == "NOT":
+            return f"NOT {operand(self.expr, qualify, 3)}"
+        return f"-{operand(self.expr, qualify, 8)}"
+
+    def precedence(self) -> int:
+        """``NOT`` binds below comparisons; ``-`` above products."""
+        return 3 if self.op == "NOT" else 7
 
     def dtype(self) -> str:
         """``bool`` for NOT, the operand's type for ``-``."""
@@ -575,7 +748,11 @@ class Postfix(Expr):
 
     def sql(self, qualify: bool) -> str:
         """``(x IS NULL)``."""
-        return f"({self.expr.sql(qualify)} {self.op})"
+        return f"{operand(self.expr, qualify, 5)} {self.op}"
+
+    def precedence(self) -> int:
+        """As a comparison."""
+        return 4
 
     def dtype(self) -> str:
         """A condition."""
@@ -605,7 +782,11 @@ class InList(Expr):
     def sql(self, qualify: bool) -> str:
         """``(x IN (…))``."""
         items = ", ".join(v.sql(qualify) for v in self.values)
-        return f"({self.expr.sql(qualify)} IN ({items}))"
+        return f"{operand(self.expr, qualify, 5)} IN ({items})"
+
+    def precedence(self) -> int:
+        """As a comparison."""
+        return 4
 
     def dtype(self) -> str:
         """A condition."""
@@ -680,7 +861,7 @@ class Case(Expr):
         parts = [f"WHEN {c.sql(qualify)} THEN {v.sql(qualify)}" for c, v in self.branches]
         if self.otherwise is not None:
             parts.append(f"ELSE {self.otherwise.sql(qualify)}")
-        return f"(CASE {' '.join(parts)} END)"
+        return f"CASE {' '.join(parts)} END"
 
     def dtype(self) -> str:
         """The values' common type."""

@@ -31,7 +31,18 @@ from dalenius.core.catalog import Catalog, Table
 from dalenius.core.errors import ConfigurationError, QueryError
 from dalenius.core.loss import as_fraction
 from dalenius.frames.agg import Agg
-from dalenius.frames.expr import Alias, Col, Expr, Ref, Scope, did_you_mean, quote, refuse, show
+from dalenius.frames.expr import (
+    Alias,
+    Col,
+    Expr,
+    Ref,
+    Scope,
+    did_you_mean,
+    operand,
+    quote,
+    refuse,
+    show,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,7 +133,7 @@ class _Rows:
             kind = "LEFT JOIN" if j.how == "left" else "JOIN"
             text += f" {kind} {quote(j.table.name)} ON {j.left.sql(True)} = {j.right.sql(True)}"
         if self.filters:
-            conditions = [f.sql(self.qualify) for f, _ in self.filters]
+            conditions = [operand(f, self.qualify, 3) for f, _ in self.filters]
             text += " WHERE " + " AND ".join(conditions)
         return text
 
