@@ -8,17 +8,30 @@ answered from the first's ledger entry at no cost.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import dalenius
 from dalenius.engine.session import Session
-from dalenius.frames import col, count, count_distinct, max, mean, median, quantile, std, sum, var
+from dalenius.frames import (
+    AggregateFrame,
+    col,
+    count,
+    count_distinct,
+    max,
+    mean,
+    median,
+    quantile,
+    std,
+    sum,
+    var,
+)
 from dalenius.frames.agg import Agg
 from dalenius.frames.expr import Expr
 
@@ -69,6 +82,7 @@ KEYS = {
     "income": Piece(col("income"), "income"),
     "decade": Piece((col("age") // 10) * 10, "FLOOR(age * 1.0 / 10) * 10"),
     "young": Piece(col("age") < 30, "age < 30"),
+    "level": Piece(col("level"), "edu_levels.level"),
 }
 
 
@@ -95,13 +109,35 @@ def aggregations(draw: st.DrawFn) -> tuple[Agg, str]:
     return functions[kind](column), f"{sql_names[kind]}({column})"
 
 
+@dataclass(frozen=True)
+class Pipeline:
+    filters: list[Piece]
+    keys: list[str]
+    aggs: list[tuple[Agg, str]]
+    epsilon: float | None  # None: per-aggregation targets instead
+    targets: list[int]
+    join: bool
+    top: int | None
+
+
+TARGETABLE = ("COUNT(*)", "COUNT(occupation)", "SUM(")
+
+
 @st.composite
-def pipelines(draw: st.DrawFn) -> tuple[list[Piece], list[str], list[tuple[Agg, str]], float]:
+def pipelines(draw: st.DrawFn) -> Pipeline:
     filters = draw(st.lists(conditions(), max_size=3))
-    keys = draw(st.lists(st.sampled_from(sorted(KEYS)), max_size=2, unique=True))
+    join = draw(st.booleans())
+    keys = draw(st.lists(st.sampled_from(sorted(set(KEYS) - {"level"})), max_size=2, unique=True))
+    if join and draw(st.booleans()):
+        keys = [*keys[:1], "level"]
     aggs = draw(st.lists(aggregations(), min_size=1, max_size=3))
     epsilon = draw(st.sampled_from([0.1, 0.25, 0.5, 1.0]))
-    return filters, keys, aggs, epsilon
+    targets: list[int] = []
+    if all(sql.startswith(TARGETABLE) for _, sql in aggs) and draw(st.booleans()):
+        epsilon = None
+        targets = [draw(st.sampled_from([30, 100, 5000, 10**5])) for _ in aggs]
+    top = draw(st.none() | st.integers(0, 5)) if keys else None
+    return Pipeline(filters, keys, aggs, epsilon, targets, join, top)
 
 
 @pytest.fixture(scope="module")
@@ -110,48 +146,71 @@ def session(adult_catalog_path: Path) -> Iterator[Session]:
         yield s
 
 
-def build(session: Session, filters: list[Piece], keys: list[str], aggs: list[tuple[Agg, str]]):
+def qualified(sql: str) -> str:
+    """Hand-written SQL of the private table's columns, qualified as after a join."""
+    for name in ("hours_per_week", "education_num", "capital_loss", "occupation", "workclass"):
+        sql = re.sub(rf"\b{name}\b", f"adult.{name}", sql)
+    for name in ("age", "sex", "race", "income"):
+        sql = re.sub(rf"(?<![.'])\b{name}\b(?!')", f"adult.{name}", sql)
+    return sql
+
+
+def build(session: Session, p: Pipeline) -> tuple[AggregateFrame, str]:
     """The frame and the hand-written SQL of one pipeline."""
     frame = session.table("adult")
-    if filters:
-        predicates = [p.frame for p in filters]
-        assert all(isinstance(p, Expr) for p in predicates)
+    spell = qualified if p.join else (lambda sql: sql)
+    source = "adult"
+    if p.join:
+        frame = frame.join(session.table("edu_levels"), on="education")
+        source += " JOIN edu_levels ON adult.education = edu_levels.education"
+    if p.filters:
+        predicates = [f.frame for f in p.filters]
+        assert all(isinstance(f, Expr) for f in predicates)
         frame = frame.filter(*predicates)  # type: ignore[arg-type]
-    named = [a.alias(f"a{i}") for i, (a, _) in enumerate(aggs)]
-    selected = [f"{sql} AS a{i}" for i, (_, sql) in enumerate(aggs)]
-    if keys:
-        derived = {k: KEYS[k].frame for k in keys if k in ("decade", "young")}
+    named = [a.alias(f"a{i}") for i, (a, _) in enumerate(p.aggs)]
+    if p.targets:
+        named = [a.target_error(t) for a, t in zip(named, p.targets, strict=True)]
+    selected = [f"{spell(sql)} AS a{i}" for i, (_, sql) in enumerate(p.aggs)]
+    if p.keys:
+        derived = {k: KEYS[k].frame for k in p.keys if k in ("decade", "young")}
         if derived:
             frame = frame.with_columns(**derived)  # type: ignore[arg-type]
-        result = frame.group_by(*keys).agg(*named)
-        selected = [f"{KEYS[k].sql} AS {k}" for k in keys] + selected
+        result = frame.group_by(*p.keys).agg(*named)
+        selected = [f"{spell(KEYS[k].sql)} AS {k}" for k in p.keys] + selected
     else:
         result = frame.agg(*named)
-    sql = f"SELECT {', '.join(selected)} FROM adult"
-    if filters:
-        sql += " WHERE " + " AND ".join(f"({p.sql})" for p in filters)
-    if keys:
-        sql += " GROUP BY " + ", ".join(keys)
+    sql = f"SELECT {', '.join(selected)} FROM {source}"
+    if p.filters:
+        sql += " WHERE " + " AND ".join(f"({spell(f.sql)})" for f in p.filters)
+    if p.keys:
+        sql += " GROUP BY " + ", ".join(p.keys)
+    if p.top is not None:
+        result = result.sort("a0", descending=True).limit(p.top)
+        sql += f" ORDER BY a0 DESC LIMIT {p.top}"
     return result, sql
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pipeline=pipelines(), frame_first=st.booleans())
 def test_a_frame_and_its_sql_are_one_question(
-    session: Session, pipeline: tuple, frame_first: bool
+    session: Session, pipeline: Pipeline, frame_first: bool
 ) -> None:
-    filters, keys, aggs, epsilon = pipeline
-    frame, sql = build(session, filters, keys, aggs)
-    by_frame = session.prepare(frame.to_sql(), epsilon)
-    by_sql = session.prepare(sql, epsilon)
-    assert by_frame.plan.fingerprint() == by_sql.plan.fingerprint(), (frame.to_sql(), sql)
-    assert by_frame.plan.loss == by_sql.plan.loss
+    frame, sql = build(session, pipeline)
+    event("join" if pipeline.join else "one table")
+    event("per-aggregation targets" if pipeline.targets else "epsilon")
+    event("sorted and cut" if pipeline.top is not None else "all rows")
+    eps = pipeline.epsilon
+    targets = {f"a{i}": t for i, t in enumerate(pipeline.targets)} or None
+    by_frame = session.plan(frame.to_sql(), eps, target_error=targets)
+    by_sql = session.plan(sql, eps, target_error=targets)
+    assert by_frame.fingerprint() == by_sql.fingerprint(), (frame.to_sql(), sql)
+    assert by_frame.loss == by_sql.loss
 
     def ask_frame() -> dalenius.Result:
-        return frame.collect(epsilon=epsilon)
+        return frame.collect(epsilon=eps)
 
     def ask_sql() -> dalenius.Result:
-        return session.query(sql, epsilon=epsilon)
+        return session.query(sql, epsilon=eps, target_error=targets)
 
     first_ask, second_ask = (ask_frame, ask_sql) if frame_first else (ask_sql, ask_frame)
     first = first_ask()
@@ -160,4 +219,4 @@ def test_a_frame_and_its_sql_are_one_question(
     assert second.cached and second.entry_id == first.entry_id
     assert second.rows == first.rows and second.lows == first.lows
     assert session.remaining() == left
-    assert first.loss == by_sql.plan.loss
+    assert first.loss == by_sql.loss

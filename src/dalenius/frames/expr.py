@@ -680,6 +680,10 @@ class Binary(Expr):
         """The operator's binding."""
         return _PRECEDENCE[self.op]
 
+    def output_name(self) -> str | None:
+        """The left operand's name, as in Polars (``col("age") * 2`` is ``age``)."""
+        return self.left.output_name()
+
     def dtype(self) -> str:
         """``bool`` for comparisons and logic; the numeric type otherwise."""
         if self.op in _COMPARISON or self.op in ("AND", "OR"):
@@ -727,6 +731,10 @@ class Unary(Expr):
         """``NOT`` binds below comparisons; ``-`` above products."""
         return 3 if self.op == "NOT" else 7
 
+    def output_name(self) -> str | None:
+        """The operand's name."""
+        return self.expr.output_name()
+
     def dtype(self) -> str:
         """``bool`` for NOT, the operand's type for ``-``."""
         return "bool" if self.op == "NOT" else self.expr.dtype()
@@ -753,6 +761,10 @@ class Postfix(Expr):
     def precedence(self) -> int:
         """As a comparison."""
         return 4
+
+    def output_name(self) -> str | None:
+        """The operand's name."""
+        return self.expr.output_name()
 
     def dtype(self) -> str:
         """A condition."""
@@ -788,6 +800,10 @@ class InList(Expr):
         """As a comparison."""
         return 4
 
+    def output_name(self) -> str | None:
+        """The operand's name."""
+        return self.expr.output_name()
+
     def dtype(self) -> str:
         """A condition."""
         return "bool"
@@ -809,6 +825,10 @@ class Call(Expr):
         out = replace(self, args=tuple(a.resolve(scope, call) for a in self.args))
         out.dtype_or(_failing(call, repr(self)))
         return out
+
+    def output_name(self) -> str | None:
+        """The first argument's name, as in Polars (``col("age").clip(20, 60)`` is ``age``)."""
+        return self.args[0].output_name()
 
     def dtype_or(self, fail: Callable[[str, str], Exception] | None) -> str:
         """The result type by the registry's rule (refusing bad argument types with ``fail``)."""
