@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,6 +126,13 @@ def test_parentheses_follow_precedence(session: Session) -> None:
     )
     ours = session.prepare(frame.agg(count()).to_sql(), 1).plan.fingerprint()
     assert ours == session.prepare(bracketed, 1).plan.fingerprint()
+
+
+def test_dates_are_compared_through_their_parts(session: Session) -> None:
+    with pytest.raises(QueryError, match=r"lit\(datetime.date\(2020, 1, 1\)\): a date cannot"):
+        lit(datetime.date(2020, 1, 1))
+    with pytest.raises(QueryError, match=r"col\(\"age\"\).year\(\): YEAR needs a date"):
+        session.table("adult").filter(col("age").year() > 3)
 
 
 def test_a_backslash_in_text_is_refused() -> None:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import dalenius
+from dalenius.core.errors import UserError
 from dalenius.engine.session import Session
 from dalenius.frames import (
     AggregateFrame,
@@ -201,6 +202,20 @@ def test_a_frame_and_its_sql_are_one_question(
     event("sorted and cut" if pipeline.top is not None else "all rows")
     eps = pipeline.epsilon
     targets = {f"a{i}": t for i, t in enumerate(pipeline.targets)} or None
+    # The same refusal, whichever way it is asked (the frame's names its method call).
+    refusals = []
+    for ask in (
+        lambda: frame.explain(eps),
+        lambda: session.explain(sql, eps, target_error=targets),
+    ):
+        try:
+            ask()
+        except UserError as exc:
+            refusals.append((type(exc), exc.what))
+    if refusals:
+        event("refused")
+        assert len(refusals) == 2 and refusals[0] == refusals[1]
+        return
     by_frame = session.plan(frame.to_sql(), eps, target_error=targets)
     by_sql = session.plan(sql, eps, target_error=targets)
     assert by_frame.fingerprint() == by_sql.fingerprint(), (frame.to_sql(), sql)

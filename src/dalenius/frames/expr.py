@@ -26,7 +26,7 @@ from dalenius.plan.functions import FUNCTIONS, NUMERIC, common_type
 if TYPE_CHECKING:
     from dalenius.frames.agg import Agg
 
-Literal = bool | int | float | str | datetime.date | None
+Literal = bool | int | float | str | None
 """A Python value an expression may hold: written as an SQL literal."""
 
 MAX_INT = 2**63 - 1
@@ -400,6 +400,18 @@ class Expr:
         """Text in upper case."""
         return Call("UPPER", (self,), "to_uppercase()")
 
+    def year(self) -> Expr:
+        """The year of a date."""
+        return Call("YEAR", (self,), "year()")
+
+    def month(self) -> Expr:
+        """The month of a date (1–12)."""
+        return Call("MONTH", (self,), "month()")
+
+    def day(self) -> Expr:
+        """The day of the month of a date."""
+        return Call("DAY", (self,), "day()")
+
     # -- aggregations, as methods (Polars' style) ---------------------------------------------
 
     def _agg(self, func: str, **options: Any) -> Agg:
@@ -461,10 +473,17 @@ def col(name: str) -> Expr:
 
 
 def lit(value: Any) -> Expr:
-    """A constant: ``None``, a bool, an int, a finite float, text or a date."""
+    """A constant: ``None``, a bool, an int, a finite float or text."""
     if isinstance(value, Expr):
         return value
-    if value is None or isinstance(value, bool | str | datetime.date):
+    if isinstance(value, datetime.date):
+        refuse(
+            f"lit({value!r})",
+            "a date cannot be a constant in a query.",
+            why="the SQL readers spell a date constant as a conversion of text, which is refused.",
+            fix='compare its parts: col("d").year() >= 1980, .month(), .day().',
+        )
+    if value is None or isinstance(value, bool | str):
         pass
     elif isinstance(value, int):
         if abs(value) > MAX_INT:
@@ -476,7 +495,7 @@ def lit(value: Any) -> Expr:
         refuse(
             f"lit({value!r})",
             f"a value of type {type(value).__name__} cannot be a constant in a query.",
-            fix="use None, a bool, an int, a float, text or a datetime.date.",
+            fix="use None, a bool, an int, a float or text.",
         )
     if isinstance(value, str) and "\\" in value:
         refuse(
@@ -555,8 +574,6 @@ class Lit(Expr):
             return "TRUE" if v else "FALSE"
         if isinstance(v, str):
             return "'" + v.replace("'", "''") + "'"
-        if isinstance(v, datetime.date):
-            return f"DATE '{v.isoformat()}'"
         text = repr(v)
         return f"({text})" if text.startswith("-") else text
 
@@ -571,7 +588,7 @@ class Lit(Expr):
             return "int"
         if isinstance(v, float):
             return "float"
-        return "date" if isinstance(v, datetime.date) else "str"
+        return "str"
 
     def __repr__(self) -> str:
         return show(self.value)
