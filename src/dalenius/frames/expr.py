@@ -5,7 +5,8 @@ until a frame *resolves* it against its columns (:meth:`Expr.resolve`): names be
 catalog columns (or to the definitions of derived columns, inlined), and the types are checked
 there, so a misspelt column or a comparison of text with a number is refused at the method call
 that made it, before any SQL is written. A resolved tree writes itself as the SQL the binder
-reads (:meth:`Expr.sql`): identifiers double-quoted, text literals with their quotes doubled.
+reads (:meth:`Expr.sql`), as an analyst would type it: plain names bare (others double-quoted),
+text literals with their quotes doubled, only the parentheses precedence needs.
 
 Python semantics are kept where SQL's differ: ``/`` is true division (an integer operand is
 widened first) and ``//`` rounds down (``FLOOR``), not toward zero as SQL's integer ``/`` does.
