@@ -16,7 +16,7 @@ this (the answers are noisy and the data hidden); only the custodian, who may re
 * for a privacy unit ``{column = pid, max_rows = R, max_groups = G}``: rows without an id (never
   counted), people with more than R rows (their extra rows are dropped) and, per key column, with
   more than G distinct values (a GROUP BY on it keeps G of their groups);
-* CSV lines that could not be read, and a source above its declared ``max_row_count``.
+* CSV lines that could not be read (skipped, by reason), and a source above its declared ``max_row_count``.
 
 This is a custodian's tool: it prints data-derived facts without noise, spends no budget, and is
 reachable only from Python and the ``dalenius catalog check`` command — never from the gateway
@@ -67,6 +67,8 @@ class TableProfile:
     rows: int
     columns: tuple[ColumnProfile, ...]
     skipped_lines: int | None = None
+    skipped: dict[str, int] | None = None
+    """CSV lines skipped, by reason (see :mod:`dalenius.executors.csv_text`)."""
     max_row_count: int | None = None
     unit: dict[str, Any] | None = None
     findings: tuple[str, ...] = field(default=())
@@ -163,7 +165,8 @@ class _Profiler:
             name=table.name,
             rows=rows,
             columns=tuple(columns),
-            skipped_lines=skipped,
+            skipped_lines=None if skipped is None else sum(skipped.values()),
+            skipped=skipped,
             max_row_count=self.max_row_count,
             unit=unit,
         )
@@ -196,13 +199,14 @@ class _Profiler:
             for c, r, v in zip(checked, raw_counts, read_counts, strict=True)
         }
 
-    def skipped_lines(self) -> int | None:
+    def skipped_lines(self) -> dict[str, int] | None:
+        """CSV lines the executor skipped, by reason (``None``: not a CSV source, or an engine
+        that reads no files).
+        """
         count = getattr(self.executor, "skipped_rows", None)
-        return (
-            int(count(self.table))
-            if count is not None and self.table.source.kind == "csv"
-            else None
-        )
+        if count is None or self.table.source.kind != "csv":
+            return None
+        return {str(why): int(n) for why, n in count(self.table).items()}
 
     def unit_facts(self) -> dict[str, Any] | None:
         unit = self.table.privacy_unit
@@ -247,7 +251,11 @@ def findings(table: Table, profile: TableProfile) -> list[str]:
         return f"{n:,} of {rows:,} rows ({n / rows:.1%})" if rows else f"{n:,} rows"
 
     if profile.skipped_lines:
-        out.append(f"{profile.skipped_lines:,} CSV line(s) could not be read and are skipped.")
+        reasons = ", ".join(f"{n:,} {why}" for why, n in sorted((profile.skipped or {}).items()))
+        out.append(
+            f"{profile.skipped_lines:,} CSV line(s) could not be read and are skipped "
+            f"({reasons}): left out of every answer."
+        )
     if profile.max_row_count is not None and rows > profile.max_row_count:
         out.append(
             f"the source holds {rows:,} rows, above the declared max_row_count "

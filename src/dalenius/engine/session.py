@@ -376,6 +376,8 @@ class Session:
         self._audited(request, plan)
         try:
             self.policy.check(plan.loss)
+            for table in plan.tables:  # from metadata only: a missing file costs nothing
+                self.executor.check_source(table)
             measure = plan.prepare(self.executor.dialect, _salt())
             deadline = self._deadline(plan.plan_class, ready)
         except UserError as exc:

@@ -38,6 +38,14 @@ class Executor(abc.ABC):
     def prepare(self, table: Table) -> None:  # noqa: B027 - optional hook
         """Make ``table`` queryable under its catalog name (load or attach it) before a fetch."""
 
+    def check_source(self, table: Table) -> None:  # noqa: B027 - optional hook
+        """Refuse ``table`` from metadata only (its file is missing, unreadable or of another
+        kind), before any budget is reserved; by default every source passes.
+
+        Raises:
+            CatalogError: naming the table and the path, with the reason and a fix.
+        """
+
     @abc.abstractmethod
     def fetch(self, sql: str) -> list[Row]:
         """Run an aggregate query and return all its rows (a handful: one per group)."""

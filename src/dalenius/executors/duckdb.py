@@ -23,7 +23,6 @@ with it.
 from __future__ import annotations
 
 import contextlib
-import csv
 import glob
 import logging
 import threading
@@ -45,7 +44,14 @@ from dalenius.executors.base import (
     loading,
     time_limit_error,
 )
-from dalenius.executors.convert import sql_string
+from dalenius.executors.csv_text import (
+    REJECTED,
+    SKIP,
+    csv_header,
+    duckdb_reader,
+    skip_reason,
+)
+from dalenius.executors.sources import check_file
 
 _log = logging.getLogger("dalenius.executors")
 
@@ -103,7 +109,7 @@ class DuckDBExecutor(Executor):
         self._loaded: set[str] = set()
         self._attached: dict[str, str] = {}
         self._frames: dict[str, str] = {}
-        self._skipped: dict[str, int] = {}
+        self._skipped: dict[str, dict[str, int]] = {}
         self._scans: dict[tuple[str, tuple[str, ...]], str] = {}
         for table in catalog.tables:
             self._check_columns(table)
@@ -212,7 +218,7 @@ class DuckDBExecutor(Executor):
         source = table.source
         location = source.location.replace("'", "''")
         if source.kind == "csv":
-            return csv_reader(location, csv_header(table))
+            return duckdb_reader(source.location, csv_header(table))
         if source.kind == "parquet":
             return f"read_parquet('{location}')"
         if source.kind == FRAME_KIND:
@@ -255,6 +261,11 @@ class DuckDBExecutor(Executor):
         counts = ", ".join(f"COUNT({DUCKDB.quote(name)})" for name in columns)
         with self._lock:
             raw = self._raw_relation(table)
+            if table.source.kind == "csv":
+                # The rows read (skipped lines are no values); an empty field is no value.
+                reason = skip_reason(DUCKDB, csv_header(table), lambda v, t: f"contains({v}, {t})")
+                counts = ", ".join(f"COUNT(NULLIF({DUCKDB.quote(name)}, ''))" for name in columns)
+                raw = f"(SELECT * FROM {raw} WHERE ({reason}) IS NULL)"
             try:
                 row = self._con.execute(f"SELECT {counts} FROM {raw}").fetchone()
             finally:
@@ -262,32 +273,57 @@ class DuckDBExecutor(Executor):
                 self._con.execute("DROP TABLE IF EXISTS __dalenius_reject_scans")
         return [int(v) for v in row or ()]
 
-    def skipped_rows(self, table: Table) -> int:
-        """How many malformed lines of ``table``'s CSV file were skipped (for the custodian only).
+    def skipped_rows(self, table: Table) -> dict[str, int]:
+        """How many lines of ``table``'s CSV file were skipped, by reason (for the custodian only).
 
-        The count is logged when the file is loaded; it is never part of an answer.
+        The reasons are those of :mod:`dalenius.executors.csv_text`. The counts are logged when
+        the file is loaded; they are never part of an answer.
         """
         with self._lock:
             if table.name not in self._loaded:
                 self._load(table)
-            return self._skipped.get(table.name, 0)
+            return dict(self._skipped.get(table.name, {}))
 
-    def _count_skipped(self, table: Table) -> None:
-        rows = self._con.execute("SELECT COUNT(DISTINCT (file_id, line)) FROM __dalenius_rejects")
-        skipped = int(rows.fetchall()[0][0])
+    def check_source(self, table: Table) -> None:
+        """Refuse, from metadata only, a source file that is missing, unreadable or of the wrong
+        kind (see :func:`dalenius.executors.sources.check_file`).
+        """
+        check_file(table)
+
+    def _load_text(self, table: Table, raw: str, text: str) -> None:
+        """Read ``table``'s CSV file into the temporary table ``text``: its rows only, every
+        value as text; count the lines skipped, by reason.
+        """
+        reason = skip_reason(DUCKDB, csv_header(table), lambda v, t: f"contains({v}, {t})")
+        self._con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT *, {reason} AS {SKIP} FROM {raw}"
+        )
+        skipped: dict[str, int] = {}
+        found = self._con.execute(
+            f"SELECT {SKIP}, COUNT(*) FROM {text} WHERE {SKIP} IS NOT NULL GROUP BY {SKIP}"
+        ).fetchall()
+        rejected = self._con.execute(
+            "SELECT error_type, COUNT(DISTINCT (file_id, line)) FROM __dalenius_rejects "
+            "GROUP BY error_type"
+        ).fetchall()
         self._con.execute("DROP TABLE IF EXISTS __dalenius_rejects")
         self._con.execute("DROP TABLE IF EXISTS __dalenius_reject_scans")
+        for kind, count in [*found, *rejected]:
+            words = REJECTED.get(str(kind), str(kind))
+            skipped[words] = skipped.get(words, 0) + int(count)
+        if found:
+            self._con.execute(f"DELETE FROM {text} WHERE {SKIP} IS NOT NULL")
         self._skipped[table.name] = skipped
         if skipped:
             _log.warning(
-                "table %s: %d malformed CSV line(s) skipped (wrong number of fields, invalid "
-                "UTF-8, an unclosed quote or a line over %d bytes)",
+                "table %s: %d CSV line(s) skipped (%s)",
                 table.name,
-                skipped,
-                MAX_LINE_BYTES,
+                sum(skipped.values()),
+                ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())),
             )
 
     def _check_columns(self, table: Table) -> None:
+        check_file(table)
         if table.source.kind == "csv":
             # The header line is the schema; no data row is read (nor sniffed) before the gate.
             present = {name.lower() for name in csv_header(table)}
@@ -335,10 +371,9 @@ class DuckDBExecutor(Executor):
             # read_csv lets DuckDB push TRY_CAST into the CSV reader, which raises on a malformed
             # value instead of reading NULL — an error that would depend on the data.
             text = DUCKDB.quote(f"__text_{table.name}")
-            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
+            self._load_text(table, raw, text)
             self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT {projection} FROM {text}")
             self._con.execute(f"DROP TABLE {text}")
-            self._count_skipped(table)
         else:
             self._con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {projection} FROM {raw}")
         self._check_row_count(table, name)
@@ -347,9 +382,10 @@ class DuckDBExecutor(Executor):
     def _materialise(self, table: Table, raw: str, projection: str) -> None:
         """Load ``table`` into memory; an id unit keeps at most ``max_rows`` rows per person."""
         text = DUCKDB.quote(f"__text_{table.name}")
-        self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
         if table.source.kind == "csv":
-            self._count_skipped(table)
+            self._load_text(table, raw, text)
+        else:
+            self._con.execute(f"CREATE OR REPLACE TEMP TABLE {text} AS SELECT * FROM {raw}")
         try:
             self._check_row_count(table, text)
         except CatalogError:
@@ -389,59 +425,6 @@ CONSTANT_TIME_DISABLED_OPTIMIZERS = "statistics_propagation,filter_pushdown"
 """DuckDB optimizers switched off in constant-time mode: they choose plans from column statistics
 (min/max), so one outlier could change the plan and its running time (bench/timing.py measures
 the effect)."""
-
-
-MAX_LINE_BYTES = 1 << 27
-"""The longest CSV line read (128 MiB); a longer line is skipped like any malformed line."""
-
-
-def csv_header(table: Table) -> list[str]:
-    """The column names in the first line of ``table``'s CSV file (its schema; no data row read).
-
-    Raises:
-        CatalogError: the file cannot be opened or has no header line.
-    """
-    path = table.source.location
-    try:
-        with open(
-            glob.glob(path)[0] if glob.glob(path) else path,
-            newline="",
-            encoding="utf-8",
-            errors="replace",
-        ) as handle:
-            header = next(csv.reader(handle), None)
-    except OSError as exc:
-        raise CatalogError(
-            f"cannot read the CSV file {path!r}: {exc.strerror}.",
-            table=table.name,
-            fix="check the source path in the catalog.",
-        ) from None
-    if not header:
-        raise CatalogError(
-            f"the CSV file {path!r} has no header line.",
-            table=table.name,
-            fix="write the column names on the first line of the file.",
-        )
-    return header
-
-
-def csv_reader(location: str, header: list[str]) -> str:
-    """``read_csv`` with a fixed dialect and every column as text: nothing is sniffed from rows.
-
-    RFC 4180 (comma, double quotes, quotes doubled inside a value), one header line, the columns
-    named by the header, all ``VARCHAR``. A line that does not fit (a wrong number of fields,
-    invalid UTF-8, an unclosed quote, a line over :data:`MAX_LINE_BYTES`) is skipped instead of
-    making the whole file unreadable, and recorded (line number and error kind) in the temporary
-    table ``__dalenius_rejects``, which the loader counts and drops.
-    """
-    columns = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in header)
-    options = (
-        f"header = true, auto_detect = false, columns = {{{columns}}}, delim = ',', "
-        f"quote = '\"', escape = '\"', max_line_size = {MAX_LINE_BYTES}, ignore_errors = true, "
-        "store_rejects = true, rejects_table = '__dalenius_rejects', "
-        "rejects_scan = '__dalenius_reject_scans'"
-    )
-    return f"read_csv('{location}', {options})"
 
 
 def scannable(frame: object) -> object:
