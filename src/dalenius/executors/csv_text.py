@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import csv
 import glob
+import logging
 from collections.abc import Callable, Sequence
 
 from dalenius.core.catalog import Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import CatalogError
 from dalenius.executors.convert import sql_string
+
+_log = logging.getLogger("dalenius.executors")
 
 MAX_LINE_BYTES = 1 << 27
 """The longest CSV line read (128 MiB); a longer line is skipped like any malformed line."""
@@ -136,3 +139,14 @@ def skip_reason(
         f"WHEN {quoted[-1]} IS NULL THEN 'too few fields' "
         f"WHEN {nul} THEN 'NUL byte' WHEN {bad} THEN 'invalid UTF-8' END"
     )
+
+
+def log_skipped(table: str, skipped: dict[str, int]) -> None:
+    """Write the lines of ``table`` skipped, by reason, to the custodian's log (if any)."""
+    if skipped:
+        _log.warning(
+            "table %s: %d CSV line(s) skipped (%s)",
+            table,
+            sum(skipped.values()),
+            ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())),
+        )

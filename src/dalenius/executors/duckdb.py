@@ -49,6 +49,7 @@ from dalenius.executors.csv_text import (
     SKIP,
     csv_header,
     duckdb_reader,
+    log_skipped,
     skip_reason,
 )
 from dalenius.executors.sources import check_file
@@ -314,13 +315,7 @@ class DuckDBExecutor(Executor):
         if found:
             self._con.execute(f"DELETE FROM {text} WHERE {SKIP} IS NOT NULL")
         self._skipped[table.name] = skipped
-        if skipped:
-            _log.warning(
-                "table %s: %d CSV line(s) skipped (%s)",
-                table.name,
-                sum(skipped.values()),
-                ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())),
-            )
+        log_skipped(table.name, skipped)
 
     def _check_columns(self, table: Table) -> None:
         check_file(table)

@@ -106,8 +106,8 @@ def _refusal(table: Table, what: str, column: str | None = None) -> CatalogError
         what,
         table=table.name,
         column=column,
-        why="the query cannot be answered without its source; it was refused before anything "
-        "was read or spent.",
+        why="a source is read only if its file exists and is of its declared kind; this was "
+        "decided from the file's metadata, before any data was read or any budget spent.",
         fix="ask the custodian to restore the file (or correct the catalog's source), then ask "
         "again.",
     )

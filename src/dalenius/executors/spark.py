@@ -51,6 +51,15 @@ from dalenius.executors.convert import (
     converted,
     sql_string,
 )
+from dalenius.executors.csv_text import (
+    ABSENT,
+    EXTRA,
+    SKIP,
+    csv_header,
+    log_skipped,
+    skip_reason,
+)
+from dalenius.executors.sources import check_file
 
 MASTER = "local[2]"
 """Where the shared Spark context runs when Dalenius starts it (two local cores)."""
@@ -162,6 +171,7 @@ class SparkExecutor(Executor):
         self._lock = threading.Lock()
         self._loaded: set[str] = set()
         self._frames: dict[str, Any] = {}
+        self._skipped: dict[str, dict[str, int]] = {}
         for table in catalog.tables:
             self._frames[table.name] = self._read(table)
 
@@ -205,6 +215,19 @@ class SparkExecutor(Executor):
                 if timer is not None:
                     timer.cancel()
 
+    def skipped_rows(self, table: Table) -> dict[str, int]:
+        """How many lines of ``table``'s CSV file were skipped, by reason (for the custodian only;
+        see :mod:`dalenius.executors.csv_text`). Spark skips no line for its length.
+        """
+        return dict(self._skipped.get(table.name, {}))
+
+    def check_source(self, table: Table) -> None:
+        """Refuse, from metadata only, a source file that is missing, unreadable or of the wrong
+        kind (see :func:`dalenius.executors.sources.check_file`).
+        """
+        if _source(self.catalog, table)[0] in ("csv", "parquet"):
+            check_file(table)
+
     def data_version(self, table: Table) -> str:
         """Fingerprint of the table's files (paths, sizes, modification times)."""
         kind, location = _source(self.catalog, table)
@@ -228,6 +251,7 @@ class SparkExecutor(Executor):
     # -- loading --------------------------------------------------------------------------------
 
     def _read(self, table: Table) -> Any:
+        self.check_source(table)
         kind, location = _source(self.catalog, table)
         options = dict(table.source.options)
         reader = self._spark.read
@@ -235,15 +259,7 @@ class SparkExecutor(Executor):
             if kind == "table":
                 frame = self._spark.table(location)
             elif kind == "csv":
-                # RFC 4180 quoting and embedded newlines, as DuckDB reads CSV; every value is text.
-                frame = (
-                    reader.option("header", "true")
-                    .option("inferSchema", "false")
-                    .option("escape", '"')
-                    .option("multiLine", "true")
-                    .options(**{k: v for k, v in options.items() if k != "format"})
-                    .csv(location)
-                )
+                frame = _read_csv(reader, table, location, options)
             else:
                 frame = (
                     reader.format(kind)
@@ -272,6 +288,10 @@ class SparkExecutor(Executor):
             # As in DuckDB, a CSV file is parsed once and kept in memory: re-parsing text on
             # every query would dominate its time. Parquet and tables are read in place.
             frame = frame.cache()
+            counts = frame.where(f"{SKIP} IS NOT NULL").groupBy(SKIP).count().collect()
+            self._skipped[table.name] = {str(row[0]): int(row[1]) for row in counts}
+            log_skipped(table.name, self._skipped[table.name])
+            frame = frame.where(f"{SKIP} IS NULL")
         return frame
 
     def _register(self, table: Table) -> None:
@@ -285,6 +305,42 @@ class SparkExecutor(Executor):
             f"SELECT {projection} FROM {SPARK.quote(raw)}"
         )
         self._loaded.add(table.name)
+
+
+def _read_csv(reader: Any, table: Table, location: str, options: dict[str, str]) -> Any:
+    """The lines of a CSV file as text, with the reason each is skipped in column ``SKIP``.
+
+    RFC 4180 quoting and embedded newlines, as DuckDB reads CSV. The header's columns and one
+    more, all text, in PERMISSIVE mode: a short row is padded with NULLs (an empty field stays
+    '' since the NULL text is ABSENT), a long one fills EXTRA; :func:`skip_reason` then names
+    either, as in DuckDB (see :mod:`dalenius.executors.csv_text`).
+    """
+    header = csv_header(table)
+    schema = ", ".join(f"{SPARK.quote(name)} STRING" for name in [*header, EXTRA])
+    frame = (
+        reader.option("header", "true")
+        .option("inferSchema", "false")
+        .option("enforceSchema", "true")
+        .option("escape", '"')
+        .option("multiLine", "true")
+        .option("lineSep", "\n")
+        .option("mode", "PERMISSIVE")
+        .option("nullValue", ABSENT)
+        .option("emptyValue", "")
+        .options(**{k: v for k, v in options.items() if k != "format"})
+        .schema(schema)
+        .csv(location)
+    )
+    # Lines end at LF; the CR of a CRLF line end is left on the row's last value.
+    last = SPARK.quote(header[-1])
+    columns = [SPARK.quote(name) for name in header[:-1]]
+    columns.append(
+        f"CASE WHEN substring({last}, -1) = chr(13) "
+        f"THEN substring({last}, 1, length({last}) - 1) ELSE {last} END AS {last}"
+    )
+    frame = frame.selectExpr(*columns, SPARK.quote(EXTRA))
+    reason = skip_reason(SPARK, header, lambda v, t: f"(instr({v}, {t}) > 0)")
+    return frame.selectExpr("*", f"{reason} AS {SKIP}")
 
 
 def _source(catalog: Catalog, table: Table) -> tuple[str, str]:
