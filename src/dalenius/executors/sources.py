@@ -51,13 +51,13 @@ def check_file(table: Table) -> None:
     pattern = any(ch in location for ch in "*?[")
     paths = sorted(glob.glob(location)) if pattern else [location]
     if not paths:
-        raise _refusal(table, f"no file matches the source pattern {location!r}.")
+        raise _refusal(table, f"no file matches the source pattern {_name(location)!r}.")
     for path in paths:
         try:
             stat = os.stat(path)
         except OSError as exc:
             raise _refusal(
-                table, f"the source file {path!r} cannot be found: {exc.strerror}."
+                table, f"the source file {_name(path)!r} cannot be found: {exc.strerror}."
             ) from None
         if os.path.isdir(path):
             continue
@@ -80,15 +80,17 @@ def _check_kind(table: Table, path: str, size: int) -> None:
                 handle.seek(size - 4)
                 tail = handle.read(4)
     except OSError as exc:
-        raise _refusal(table, f"the source file {path!r} cannot be read: {exc.strerror}.") from None
+        raise _refusal(
+            table, f"the source file {_name(path)!r} cannot be read: {exc.strerror}."
+        ) from None
     if kind == "parquet" and (size < 12 or head[:4] != PARQUET_MAGIC or tail != PARQUET_MAGIC):
         raise _refusal(
             table,
-            f"the source file {path!r} is not a complete Parquet file (it lacks the PAR1 marker "
+            f"the source file {_name(path)!r} is not a complete Parquet file (it lacks the PAR1 marker "
             "at its start or end: truncated, or another format).",
         )
     if kind == "duckdb" and head[8:12] != DUCKDB_MAGIC:
-        raise _refusal(table, f"the source file {path!r} is not a DuckDB database file.")
+        raise _refusal(table, f"the source file {_name(path)!r} is not a DuckDB database file.")
     if kind == "csv":
         present = {name.lower() for name in csv_header(table)}
         missing = [c.name for c in table.columns if c.name.lower() not in present]
@@ -96,9 +98,16 @@ def _check_kind(table: Table, path: str, size: int) -> None:
             # The names found are not listed: they would quote the file's first line.
             raise _refusal(
                 table,
-                f"the source file {path!r} has no column {missing[0]!r} in its header line.",
+                f"the source file {_name(path)!r} has no column {missing[0]!r} in its header line.",
                 column=missing[0],
             )
+
+
+def _name(path: str) -> str:
+    """A source file as a refusal names it: its name, not its folder (which would tell an analyst
+    of the gateway where the server keeps its data).
+    """
+    return os.path.basename(path.rstrip("/")) or path
 
 
 def _refusal(table: Table, what: str, column: str | None = None) -> CatalogError:
