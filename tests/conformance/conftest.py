@@ -43,6 +43,7 @@ def catalogs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         "visits": datasets.write_visits(folder, "visits", light),
         "heavy": datasets.write_visits(folder, "heavy", heavy),
         "messy": datasets.write_messy(folder),
+        "odd": datasets.write_odd(folder),
         "mixed": datasets.write_mixed(folder),
         "many": datasets.write_mixed(folder, "many"),
         "adult_shuffled": datasets.shuffled_adult(folder),
@@ -69,7 +70,9 @@ def postgres_connection() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def postgres_sessions(
-    catalogs: dict[str, Catalog], postgres_connection: Any
+    catalogs: dict[str, Catalog],
+    postgres_connection: Any,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Session]]:
     """Every dataset loaded with COPY into one fresh schema of ``test``, on PostgreSQL."""
     schema = fresh_schema()
@@ -81,8 +84,11 @@ def postgres_sessions(
             sub = f"{schema}_{name}"
             postgres_connection.execute(f'CREATE SCHEMA "{sub}"')
             as_text = ("t",) if name == "messy" else ()
-            load_into_postgres(catalog, sub, as_text=as_text, connection=postgres_connection)
-            variant = postgres_variant(catalog, sub)
+            loaded = catalog
+            if name == "odd":
+                loaded = datasets.readable_rows(catalog, tmp_path_factory.mktemp("readable"))
+            load_into_postgres(loaded, sub, as_text=as_text, connection=postgres_connection)
+            variant = postgres_variant(loaded, sub)
             out[name] = session_for(variant, PostgresExecutor(variant))
         yield out
     finally:

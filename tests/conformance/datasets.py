@@ -7,6 +7,10 @@
 * ``messy``: text that must become numbers, booleans and dates, malformed values included; it is
   loaded into PostgreSQL as ``text`` columns, so PostgreSQL's guarded conversions are compared
   with DuckDB's ``TRY_CAST`` and Spark's guarded casts on the same strings.
+* ``odd``: a CSV file with every kind of odd line (mixed line ends, a byte-order mark, a quoted
+  line break, too many and too few fields, a NUL byte, bytes that are not UTF-8, a last line
+  without a line break): DuckDB and Spark read it and skip the same lines. PostgreSQL reads tables,
+  not files (``COPY`` refuses such a file), so it is given the rows DuckDB's reader keeps.
 * ``heavy`` and ``light``: ``visits`` with and without one unit far above its caps (for the test
   that bounding holds on every engine).
 * ``mixed``: units of every shape for contribution bounding (within the caps in one group or in
@@ -16,6 +20,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +166,66 @@ def write_messy(folder: Path) -> Catalog:
         writer.writerows(rows)
     (folder / "messy.toml").write_text(MESSY_TOML)
     return load_catalog(folder / "messy.toml")
+
+
+ODD_TOML = """
+[dataset]
+name = "odd"
+
+[tables.t]
+source = { csv = "odd.csv" }
+privacy_unit = "row"
+
+[tables.t.columns]
+n = { type = "int", bounds = [0, 100] }
+k = { type = "str", keys = ["a", "b"] }
+note = "str"
+"""
+
+ODD_LINES = [
+    b"\xef\xbb\xbfn,k,note\r\n",
+    b"1,a,plain\r\n",
+    b'2,b,"line\r\nbreak"\r\n',
+    b"3,a,lf line\n",
+    b"4,b,too,many\r\n",
+    b"5,a\r\n",
+    b"6,b,nul\x00byte\r\n",
+    b"7,a,bad \xff utf8\r\n",
+    b'8,b,"quoted, comma"\n',
+    b"9,a,\r\n",
+    b"10,b,no line break",
+]
+"""Odd lines; those of n = 4, 5, 6 and 7 are skipped, the rest read."""
+
+
+def write_odd(folder: Path) -> Catalog:
+    """The ``odd`` dataset (see the module notes)."""
+    (folder / "odd.csv").write_bytes(b"".join(ODD_LINES))
+    (folder / "odd.toml").write_text(ODD_TOML)
+    return load_catalog(folder / "odd.toml")
+
+
+def readable_rows(catalog: Catalog, folder: Path) -> Catalog:
+    """``catalog`` (one CSV table) over a clean CSV file of the rows DuckDB's reader keeps: what a
+    custodian loads into PostgreSQL, whose ``COPY`` would refuse the odd file."""
+    import duckdb
+
+    from dalenius.core.dialect import DUCKDB
+    from dalenius.executors.csv_text import SKIP, csv_header, duckdb_reader, skip_reason
+
+    (table,) = catalog.tables
+    header = csv_header(table)
+    reason = skip_reason(DUCKDB, header, lambda v, t: f"contains({v}, {t})")
+    columns = ", ".join(DUCKDB.quote(name) for name in header)
+    clean = folder / f"{catalog.name}_readable.csv"
+    with duckdb.connect() as con:
+        con.execute(
+            f"COPY (SELECT {columns} FROM (SELECT *, {reason} AS {SKIP} FROM "
+            f"{duckdb_reader(table.source.location, header)}) WHERE {SKIP} IS NULL) "
+            f"TO '{clean}' (HEADER)"
+        )
+    source = replace(table.source, location=str(clean))
+    return replace(catalog, tables=(replace(table, source=source),))
 
 
 def shuffled_adult(folder: Path) -> Catalog:

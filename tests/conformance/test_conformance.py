@@ -18,8 +18,10 @@ from tests.conformance import datasets
 from tests.conformance.cases import CASES, Case, all_cases
 from tests.support.exact import exact_data
 
+from dalenius.core.catalog import Catalog
 from dalenius.engine.session import Session
 from dalenius.executors import convert
+from dalenius.executors.duckdb import DuckDBExecutor
 
 
 def measured(session: Session, case: Case) -> dict[str, Any]:
@@ -56,7 +58,7 @@ def test_engine_matches_duckdb(
 
 
 def test_the_table_covers_every_dataset_and_engine() -> None:
-    assert {c.catalog for c in CASES} == {"adult", "pums", "visits", "messy"}
+    assert {c.catalog for c in CASES} == {"adult", "pums", "visits", "messy", "odd"}
     assert all(set(c.engines) == {"postgres", "spark"} for c in CASES)
     assert len({c.id for c in all_cases()}) == len(all_cases()), "case ids must be unique"
 
@@ -108,3 +110,16 @@ def _date_ok(text: str) -> bool:
     except ValueError:
         return False
     return day.year >= 1
+
+
+def test_the_reference_reads_the_odd_file_as_the_rules_say(catalogs: dict[str, Catalog]) -> None:
+    # Guards the comparison: the lines of n = 4 (too many fields), 5 (too few), 6 (NUL) and
+    # 7 (not UTF-8) are skipped; the others, odd as they are, are read.
+    catalog = catalogs["odd"]
+    with DuckDBExecutor(catalog) as engine:
+        engine.prepare(catalog.tables[0])
+        rows = engine.fetch('SELECT "n", "k", "note" FROM "t" ORDER BY "n"')
+        skipped = engine.skipped_rows(catalog.tables[0])
+    assert [r[0] for r in rows] == [1, 2, 3, 8, 9, 10]
+    assert rows[1][2] == "line\r\nbreak" and rows[3][2] == "quoted, comma" and rows[4][2] is None
+    assert skipped == {"too many fields": 1, "too few fields": 1, "NUL byte": 1, "invalid UTF-8": 1}
