@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import StreamingResponse
 
 from dalenius.server import anonymity, models
 from dalenius.server.gateway import MAX_LIST, LossSpec
@@ -331,3 +332,28 @@ def anonymize(
     config as JSON without ``data``; every released class is re-checked before the answer.
     """
     return anonymity.anonymize_table(gateway, caller, name, body)
+
+
+@router.post(
+    "/datasets/{name}/anonymize/progress",
+    responses=errors(400, 403, 404, 503),
+    operation_id="anonymize_progress",
+    response_class=StreamingResponse,
+)
+def anonymize_progress(
+    name: Name,
+    body: models.AnonymizeRequest,
+    caller: CuratorDep,
+    gateway: GatewayDep,
+    request: Request,
+) -> StreamingResponse:
+    """The same release as ``/anonymize``, streamed as NDJSON with the search's progress.
+
+    Lines ``{"progress": [settled, total]}`` (lattice nodes) as the search advances, then the
+    answer of ``/anonymize``, or ``{"error": {...}}`` if the models cannot be met. A bad config or
+    table is refused with 400/404 before the stream starts.
+    """
+    lines = anonymity.anonymize_stream(
+        gateway, caller, name, body, str(getattr(request.state, "request_id", ""))
+    )
+    return StreamingResponse(lines, media_type="application/x-ndjson")

@@ -11,6 +11,7 @@ import { ledgerPage } from "./admin-ledger.js";
 import { adminDatasetsPage } from "./admin-datasets.js";
 import { ldpPage } from "./ldp.js";
 import { releasesPage } from "./releases.js";
+import { anonymityPage } from "./anonymity.js";
 
 export const state = { me: null };
 
@@ -24,6 +25,7 @@ const PAGES = {
   "/admin/budgets": { title: "Budgets", render: budgetsPage, curator: true },
   "/admin/datasets": { title: "Manage datasets", render: adminDatasetsPage, curator: true },
   "/admin/ledger": { title: "Ledger & audit", render: ledgerPage, curator: true },
+  "/admin/anonymity": { title: "Anonymity", render: anonymityPage, curator: true },
 };
 
 const main = () => document.getElementById("main");
@@ -50,6 +52,7 @@ function renderNav(current) {
         link("/admin/budgets"),
         link("/admin/datasets"),
         link("/admin/ledger"),
+        link("/admin/anonymity"),
       ),
     );
   }

@@ -1,0 +1,163 @@
+"""Every console page in a real browser at a desktop and a phone width, and the Anonymity page.
+
+Each page is opened signed in as the role that sees it (analyst pages as an analyst, curation
+pages as a curator), at 1400 px and 390 px wide. The test fails on a script error or a console
+error, and at 390 px on any element that sticks out of the viewport horizontally (measured in the
+page; an element inside a box that scrolls or clips sideways, as wide tables do, is not out of the
+viewport). Full-page screenshots go to ``$CONSOLE_SCREENSHOTS`` when set, else a temporary folder,
+to be looked at.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from tests.server import test_browser
+from tests.server.live import LiveGateway, write_config
+
+pytestmark = pytest.mark.browser
+
+browser = test_browser.browser  # the same Chromium, launched once per module
+
+WIDTHS = {"desktop": (1400, 900), "phone": (390, 844)}
+
+ANALYST_PAGES = ["/query", "/datasets", "/budget", "/releases", "/ldp"]
+CURATOR_PAGES = [
+    "/admin/analysts",
+    "/admin/budgets",
+    "/admin/datasets",
+    "/admin/ledger",
+    "/admin/anonymity",
+]
+
+# Elements whose right edge passes the viewport, outside any ancestor that scrolls or clips
+# sideways (those are reachable by scrolling the box, not the page).
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth;
+  const clipped = (node) => {
+    for (let up = node.parentElement; up && up !== document.body; up = up.parentElement) {
+      const x = getComputedStyle(up).overflowX;
+      if (x === "auto" || x === "scroll" || x === "hidden" || x === "clip") return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const node of document.body.querySelectorAll("*")) {
+    const box = node.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) continue;
+    if (box.right > width + 0.5 && !clipped(node)) {
+      out.push(`${node.tagName.toLowerCase()}#${node.id}.${node.className} right=${box.right}`);
+    }
+  }
+  return out.slice(0, 10);
+}"""
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory, demo_catalog: Path) -> Iterator[LiveGateway]:
+    folder = tmp_path_factory.mktemp("screens-gateway")
+    config = write_config(folder / "gateway.toml", str(folder / "gateway.sqlite"))
+    live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
+    try:
+        with live.client(live.tokens["root"]) as curator:
+            made = curator.post("/v1/datasets", json={"catalog": str(demo_catalog)})
+            assert made.status_code == 201, made.text
+            assert curator.put("/v1/principals/alice/grants/census").status_code == 200
+            assert curator.put("/v1/budgets/alice/census", json={"epsilon": 1}).status_code == 200
+        yield live
+    finally:
+        live.stop()
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("CONSOLE_SCREENSHOTS")
+    folder = Path(given) if given else tmp_path_factory.mktemp("console-screens")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def signed_in(browser: Browser, gateway: LiveGateway, who: str, size: tuple[int, int]) -> Page:
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.goto(f"{gateway.url}/")
+    page.fill("#token", gateway.tokens[who])
+    page.click("button[type=submit]")
+    expect(page.locator("#who")).to_contain_text(who)
+    return page
+
+
+def watch(page: Page) -> list[str]:
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"script: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            problems.append(f"console: {message.text}") if message.type == "error" else None
+        ),
+    )
+    return problems
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+@pytest.mark.parametrize("who", ["alice", "root"])
+def test_every_page_renders_without_errors_and_fits_a_phone(
+    browser: Browser, gateway: LiveGateway, screens: Path, who: str, size: str
+) -> None:
+    width, height = WIDTHS[size]
+    page = signed_in(browser, gateway, who, (width, height))
+    problems = watch(page)
+    for path in ANALYST_PAGES if who == "alice" else CURATOR_PAGES:
+        page.goto(f"{gateway.url}/console/#{path}")
+        # Rendered: the page's own container, with its heading, and no loading line left.
+        expect(page.locator(f'.page[data-page="{path}"] h1')).to_be_visible()
+        expect(page.locator(".page .spinner")).to_have_count(0, timeout=30_000)
+        page.wait_for_load_state("networkidle")
+        name = path.strip("/").replace("/", "-")
+        page.screenshot(path=str(screens / f"{size}-{name}.png"), full_page=True)
+        if width == 390:
+            assert page.evaluate(OVERFLOW) == [], path
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, path
+    assert problems == []
+    page.close()
+
+
+def test_the_anonymity_page_releases_a_k_anonymous_table(
+    browser: Browser, gateway: LiveGateway, screens: Path
+) -> None:
+    page = signed_in(browser, gateway, "root", WIDTHS["desktop"])
+    problems = watch(page)
+    page.goto(f"{gateway.url}/console/#/admin/anonymity")
+    expect(page.locator("#anon-age-role")).to_have_value("quasi")
+    page.fill("#anon-age-param", "10, 20, 40")
+    page.fill("#anon-k", "5")
+    page.fill("#anon-l", "2")
+    page.click("#anon-run")
+    result = page.locator("section[data-result=anonymize]")
+    expect(result).to_be_visible(timeout=90_000)
+    # The optimal node names a level for each quasi-identifier; the release is re-checked.
+    expect(page.locator("#anon-node")).to_contain_text("age=")
+    expect(page.locator("#anon-node")).to_contain_text("sex=")
+    expect(result).to_contain_text("minimised")
+    risks = result.locator('table[aria-label="Re-identification risks"] tbody tr')
+    expect(risks).to_have_count(7)
+    page.screenshot(path=str(screens / "desktop-anonymity-result.png"), full_page=True)
+    # The downloaded release: identifiers dropped, every (age, sex) class at least 5 records.
+    with page.expect_download() as started:
+        page.click("#anon-download")
+    with open(started.value.path(), newline="") as handle:
+        records = list(csv.DictReader(handle))
+    assert records and "person_id" not in records[0]
+    classes = Counter((r["age"], r["sex"]) for r in records)
+    assert min(classes.values()) >= 5, classes.most_common()[-3:]
+    # A model the table cannot meet: the stream's last line is the refusal, shown as an error.
+    page.fill("#anon-k", "5000")
+    page.click("#anon-run")
+    expect(page.locator("[role=alert][data-code=configuration_error]")).to_contain_text("5000")
+    expect(page.locator("#anon-run")).to_be_enabled()
+    assert problems == []
