@@ -41,6 +41,7 @@ def concrete(path: str) -> str:
         "analyst": "alice",
         "token_id": "0" * 16,
         "entry_id": "0" * 32,
+        "attack": "differencing",
     }
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
 

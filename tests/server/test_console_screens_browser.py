@@ -27,7 +27,7 @@ browser = test_browser.browser  # the same Chromium, launched once per module
 
 WIDTHS = {"desktop": (1400, 900), "phone": (390, 844)}
 
-ANALYST_PAGES = ["/query", "/datasets", "/budget", "/releases", "/ldp"]
+ANALYST_PAGES = ["/query", "/datasets", "/budget", "/releases", "/ldp", "/attacks"]
 CURATOR_PAGES = [
     "/admin/analysts",
     "/admin/budgets",
@@ -118,6 +118,8 @@ def test_every_page_renders_without_errors_and_fits_a_phone(
         expect(page.locator(f'.page[data-page="{path}"] h1')).to_be_visible()
         expect(page.locator(".page .spinner")).to_have_count(0, timeout=30_000)
         page.wait_for_load_state("networkidle")
+        shown = page.inner_text("main")
+        assert "[object " not in shown and "undefined" not in shown and "NaN" not in shown, path
         name = path.strip("/").replace("/", "-")
         page.screenshot(path=str(screens / f"{size}-{name}.png"), full_page=True)
         if width == 390:
@@ -160,4 +162,39 @@ def test_the_anonymity_page_releases_a_k_anonymous_table(
     page.click("#anon-run")
     expect(page.locator("[role=alert][data-code=configuration_error]")).to_contain_text("5000")
     expect(page.locator("#anon-run")).to_be_enabled()
+    assert problems == []
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_attack_lab_shows_each_rate_beside_a_labelled_bound_and_the_plot(
+    browser: Browser, gateway: LiveGateway, screens: Path, size: str
+) -> None:
+    width, height = WIDTHS[size]
+    page = signed_in(browser, gateway, "alice", (width, height))
+    problems = watch(page)
+    page.goto(f"{gateway.url}/console/#/attacks")
+    page.select_option("#lab-attack", "differencing")
+    page.fill("#lab-people", "30")
+    page.fill("#lab-trials", "20")
+    page.click("#lab-run")
+    result = page.locator("section[data-attack=differencing]")
+    expect(result.locator("tbody tr")).to_have_count(3, timeout=90_000)
+    expect(result.locator("tbody tr").nth(1)).to_contain_text("differential privacy")
+    expect(result.locator("tbody tr").first).to_contain_text("none: exact answers")
+    # The CLI's plot, served as a PNG the browser decoded.
+    expect(page.locator("#lab-plot")).to_be_visible()
+    assert page.evaluate("document.getElementById('lab-plot').naturalWidth") > 100
+    page.screenshot(path=str(screens / f"{size}-attacks-differencing.png"), full_page=True)
+    # Linking against a k-anonymous release: its bound is 1/k, labelled as not a DP bound.
+    page.select_option("#lab-attack", "linking")
+    page.fill("#lab-people", "1000")
+    page.click("#lab-run")
+    result = page.locator("section[data-attack=linking]")
+    expect(result.locator("tbody tr")).to_have_count(3, timeout=90_000)
+    anonymous = result.locator("tbody tr").nth(1)
+    expect(anonymous).to_contain_text("1/k")
+    expect(anonymous).to_contain_text("not DP")
+    page.screenshot(path=str(screens / f"{size}-attacks-linking.png"), full_page=True)
+    if width == 390:
+        assert page.evaluate(OVERFLOW) == []
     assert problems == []

@@ -34,7 +34,7 @@ from dalenius.server.errors import (
 )
 from dalenius.server.gateway import Gateway
 from dalenius.server.middleware import GatewayMiddleware, SignInMiddleware
-from dalenius.server.routes import analyst, curator, ldp, releases
+from dalenius.server.routes import analyst, attacks, curator, ldp, releases
 from dalenius.server.startup import DEMO_CONFIG, issue_from_environment, prepare_demo
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -136,6 +136,7 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
     app.include_router(curator.router)
     app.include_router(ldp.router)
     app.include_router(releases.router)
+    app.include_router(attacks.router)
     app.add_exception_handler(DaleniusError, _dalenius_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)

@@ -628,3 +628,22 @@ class AnonymizeRequest(_Request):
         default_factory=dict, examples=[{"age": {"type": "intervals", "widths": [5, 10, 20]}}]
     )
     rows: int | None = Field(default=None, ge=0, le=10_000_000)
+
+
+class AttackRequest(_Request):
+    """One run of the attack lab: its targets, their ε, and the experiment's sizes (capped)."""
+
+    against: list[Annotated[str, Field(max_length=40, pattern=TEXT_PATTERN)]] | None = Field(
+        default=None, max_length=5, examples=[["raw", "naive", "dalenius"]]
+    )
+    epsilon: Number | None = None
+    budget: Number | None = None
+    people: int | None = Field(default=None, ge=0, le=10_000_000)
+    trials: int | None = Field(default=None, ge=0, le=10_000_000)
+    asks: int | None = Field(default=None, ge=0, le=10_000_000)
+    queries: int | None = Field(default=None, ge=0, le=10_000_000)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    k: int = Field(default=5, ge=1, le=1_000)
+    l: int = Field(default=3, ge=1, le=100)  # noqa: E741 - the literature's name
+    t: float = Field(default=0.2, gt=0, le=1)
+    plot: bool = True

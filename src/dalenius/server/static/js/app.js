@@ -12,6 +12,7 @@ import { adminDatasetsPage } from "./admin-datasets.js";
 import { ldpPage } from "./ldp.js";
 import { releasesPage } from "./releases.js";
 import { anonymityPage } from "./anonymity.js";
+import { attacksPage } from "./attacks.js";
 
 export const state = { me: null };
 
@@ -20,6 +21,7 @@ const PAGES = {
   "/datasets": { title: "Datasets", render: datasetsPage },
   "/budget": { title: "Budget & history", render: budgetPage },
   "/ldp": { title: "Local DP", render: ldpPage },
+  "/attacks": { title: "Attack lab", render: attacksPage },
   "/releases": { title: "Releases", render: releasesPage },
   "/admin/analysts": { title: "Analysts & tokens", render: analystsPage, curator: true },
   "/admin/budgets": { title: "Budgets", render: budgetsPage, curator: true },
@@ -42,6 +44,7 @@ function renderNav(current) {
   const link = (path) =>
     h("a", { href: `#${path}`, "aria-current": current === path ? "page" : null, text: PAGES[path].title });
   nav.append(h("div", { class: "group" }, h("p", { class: "group-title", text: "Analysis" }), link("/query"), link("/datasets"), link("/budget"), link("/releases"), link("/ldp")));
+  nav.lastChild.append(link("/attacks"));
   if (state.me && state.me.role === "curator") {
     nav.append(
       h(
