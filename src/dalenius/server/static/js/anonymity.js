@@ -173,9 +173,8 @@ function resultCard(dataset, tableName, answer, before) {
   const levels = Object.entries(report.levels || {});
   const node = levels.length ? levels.map(([col, level]) => `${col}=${level}`).join(", ") : "— (Mondrian partitions, no lattice node)";
   const loss = Object.entries(report.loss).map(([name, value]) => [
-    h("span", { class: "mono", text: name }),
+    h("span", {}, h("span", { class: "mono", text: name }), name === report.metric ? [" ", h("span", { class: "badge accent", text: "minimised" })] : null),
     td(fmt(value, 6), "num"),
-    name === report.metric ? h("span", { class: "badge accent", text: "minimised" }) : "",
   ]);
   const sensitive = (released.sensitive || []).map((s) => [h("span", { class: "mono", text: s.attribute }), td(fmt(s.distinct_l), "num"), td(fmt(s.entropy_l, 4), "num"), td(fmt(s.t, 4), "num")]);
   const columns = Object.keys(answer.data);
@@ -185,7 +184,7 @@ function resultCard(dataset, tableName, answer, before) {
     id: "anon-download",
     download: `${dataset}-${tableName}-anonymised.csv`,
     href: URL.createObjectURL(new Blob([csvOf(answer.data)], { type: "text/csv" })),
-    text: `Download the release (${fmt(answer.rows)} records, CSV)`,
+    text: `Download CSV (${fmt(answer.rows)} records)`,
   });
   return h(
     "section",
@@ -201,7 +200,7 @@ function resultCard(dataset, tableName, answer, before) {
       ["Release re-checked", `k = ${fmt(released.k)} over ${fmt(released.classes)} classes`],
     ]),
     h("h3", { text: "Information loss" }),
-    table(["Metric", { label: "Value", num: true }, ""], loss, { label: "Loss metrics" }),
+    table(["Metric", { label: "Value", num: true }], loss, { label: "Loss metrics" }),
     sensitive.length ? h("h3", { text: "Sensitive attributes in the release" }) : null,
     sensitive.length ? table(["Attribute", { label: "distinct ℓ", num: true }, { label: "entropy ℓ", num: true }, { label: "t (EMD)", num: true }], sensitive, { label: "Sensitive attributes" }) : null,
     h("h3", { text: "Re-identification risks" }),

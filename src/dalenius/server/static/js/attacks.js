@@ -4,7 +4,7 @@
 // Every run builds its own synthetic world on the server: no dataset and no budget is involved.
 
 import { get, post } from "./api.js";
-import { append, clear, errorAlert, fmt, h, pageHead, s, table, td } from "./ui.js";
+import { append, clear, errorAlert, fmt, h, pageHead, s } from "./ui.js";
 
 const STORIES = {
   differencing: "Two sums that differ by one person reveal that person's value.",
@@ -48,22 +48,34 @@ function boundCell(report) {
   );
 }
 
+// One row per target: what it is, the measured rate, the bar, the bound and its cost. A grid, not
+// a table, so that on a phone each target stacks into a block instead of a squeezed column.
+function targetRow(report) {
+  const rate = report.success
+    ? h("div", { class: "lab-rate" }, h("strong", { text: pct(report.success.rate) }), h("span", { class: "small muted", text: ` [${pct(report.success.low)}, ${pct(report.success.high)}] of ${fmt(report.success.trials)}` }))
+    : h("div", { class: "lab-rate muted", text: "—" });
+  const spent = report.epsilon_spent ? `ε spent ${report.epsilon_spent.exact.replace(/\/1$/, "")}` : "exact answers";
+  // Microdata attacks ask no questions: they read a released file.
+  const cost = report.queries ? `${fmt(report.queries)} questions; ${spent}` : "reads the released file";
+  return h(
+    "div",
+    { class: "lab-row", role: "row", "data-target": report.target_kind },
+    h("div", { role: "cell" }, h("div", { class: "lab-target", text: report.target }), h("div", { class: "small muted", text: cost })),
+    h("div", { role: "cell" }, rate, rateBar(report)),
+    h("div", { role: "cell" }, boundCell(report)),
+  );
+}
+
 function resultCard(answer) {
-  const rows = answer.reports.map((report) => [
-    h("span", { text: report.target }),
-    report.success ? td(h("div", {}, h("strong", { text: pct(report.success.rate) }), h("div", { class: "small muted nowrap", text: `[${pct(report.success.low)}, ${pct(report.success.high)}] of ${fmt(report.success.trials)}` })), "num") : td("—", "num"),
-    rateBar(report),
-    boundCell(report),
-    td(fmt(report.queries), "num"),
-    td(report.epsilon_spent ? report.epsilon_spent.exact.replace(/\/1$/, "") : "— (exact answers)", "num"),
-  ]);
+  const head = h("div", { class: "lab-row lab-head", role: "row" }, ["Target", "Success (95% interval)", "Bound and what it rests on"].map((text) => h("div", { role: "columnheader", text })));
+  const rows = h("div", { class: "lab-rows", role: "table", "aria-label": "Success beside its bound" }, head, answer.reports.map(targetRow));
   const metric = answer.reports[0] ? answer.reports[0].metric : "";
   const sizes = Object.entries(answer.sizes).map(([k, v]) => `${k} ${fmt(v)}`).join(", ");
   return h(
     "section",
     { class: "card lab-result", "data-attack": answer.attack },
     h("div", { class: "card-head" }, h("h2", { text: `${answer.attack}: ${metric}` }), h("span", { class: "meta", text: sizes })),
-    table(["Target", { label: "Success (95% interval)", num: true }, "Rate | bound", "Bound and what it rests on", { label: "Questions", num: true }, { label: "ε spent", num: true }], rows, { label: "Success beside its bound" }),
+    rows,
     h("p", { class: "small muted", text: "Bar: the measured success with its interval; dashed mark: the bound. A differential-privacy bound holds for every attacker; k-anonymity's 1/k and ℓ-diversity's “values left” hold only for this release against this kind of attacker — they are properties of a file, not DP bounds." }),
     answer.plot ? h("figure", { class: "lab-plot" }, h("img", { src: answer.plot, alt: `Plot of the ${answer.attack} attack`, id: "lab-plot" })) : null,
   );
@@ -106,6 +118,7 @@ export async function attacksPage(root) {
         field(`lab-${name}`, `${SIZE_LABELS[name] || name} (at most ${fmt(size.cap)})`, h("input", { type: "number", id: `lab-${name}`, "data-size": name, min: "0", max: String(size.cap), value: String(size.default) })),
       ),
     ]);
+    epsilon.placeholder = attack.kind === "query" ? "the attack's default" : "1";
     append(clear(knobs), [
       field("lab-epsilon", attack.kind === "query" ? "ε per question (naive and Dalenius)" : "ε of the Dalenius synthetic release", epsilon),
       attack.kind === "microdata" ? [field("lab-k", "k", k), field("lab-l", "ℓ", l), field("lab-t", "t", t)] : null,
