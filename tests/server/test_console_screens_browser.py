@@ -139,9 +139,25 @@ def test_the_anonymity_page_releases_a_k_anonymous_table(
     page.goto(f"{gateway.url}/console/#/admin/anonymity")
     expect(page.locator("#anon-age-role")).to_have_value("quasi")
     page.fill("#anon-age-param", "10, 20, 40")
+    # sex's hierarchy is uploaded: a CSV, one line per value and its generalisation.
+    page.select_option("#anon-sex-kind", "upload")
+    page.set_input_files(
+        "#anon-sex-file",
+        files=[
+            {"name": "sex.csv", "mimeType": "text/csv", "buffer": b"Female,person\nMale,person\n"}
+        ],
+    )
     page.fill("#anon-k", "5")
     page.fill("#anon-l", "2")
-    page.click("#anon-run")
+    with page.expect_request(lambda r: r.url.endswith("/anonymize/progress")) as sent:
+        page.click("#anon-run")
+    body = sent.value.post_data_json
+    assert body["hierarchies"]["sex"] == {
+        "type": "tree",
+        "values": {"Female": ["person"], "Male": ["person"]},
+    }
+    assert body["hierarchies"]["age"] == {"type": "intervals", "widths": [10, 20, 40]}
+    assert body["privacy"] == {"k": 5, "suppression_limit": 0.02, "l": 2}
     result = page.locator("section[data-result=anonymize]")
     expect(result).to_be_visible(timeout=90_000)
     # The optimal node names a level for each quasi-identifier; the release is re-checked.
