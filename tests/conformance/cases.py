@@ -152,6 +152,38 @@ CASES: list[Case] = [
         "odd",
         name="odd-lines",
     ),
+    # The analyst's forms: the NULL bin of a CASE without ELSE (row level and bounded), the
+    # simple CASE, SELECT aliases in HAVING/ORDER BY, post-processing, GROUP BY with no aggregate.
+    Case(
+        "SELECT CASE WHEN age < 25 THEN 1 WHEN age < 45 THEN 2 WHEN age < 65 THEN 3 END AS bin, "
+        "COUNT(*) FROM adult GROUP BY bin",
+        "adult",
+        name="case-null-bin",
+    ),
+    Case(
+        "SELECT CASE WHEN day IN ('mon', 'tue') THEN 'early' END AS d, COUNT(*), SUM(amount) "
+        "FROM visits GROUP BY d",
+        "visits",
+        name="case-null-bin-bounded",
+    ),
+    Case(
+        "SELECT CASE sex WHEN 'Male' THEN 'm' WHEN 'Female' THEN 'f' END AS s, COUNT(*) AS n, "
+        "SQRT(COUNT(*)) AS r FROM adult WHERE age >= 30 GROUP BY s HAVING n > 10 ORDER BY n * 2",
+        "adult",
+        name="simple-case-aliases-post",
+    ),
+    Case(
+        "SELECT race, SUM(n), SUM(inc) FROM (SELECT pid, race, COUNT(*) AS n, SUM(income) AS inc "
+        "FROM pums GROUP BY pid, race) AS t GROUP BY race",
+        "pums",
+        name="per-unit-and-group-subquery",
+    ),
+    Case(
+        "SELECT occupation FROM adult GROUP BY occupation",
+        "adult",
+        name="group-by-without-aggregate",
+        delta=1e-6,
+    ),
 ]
 """Hand-picked queries: every engine runs them all."""
 

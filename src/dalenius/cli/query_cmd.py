@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from dalenius.cli.accuracy_cmd import add_target_options, target_kwargs
@@ -76,6 +77,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--confidence", type=float, default=0.95, help="confidence of the error bars (default 0.95)"
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse, before anything is spent, a query the catalog gives a hint about (a "
+        "literal compared with a keyed column that is not among its keys)",
+    )
     add_target_options(parser)
     add_ledger_options(parser)
     add_json_option(parser)
@@ -99,6 +106,8 @@ def run_query(args: argparse.Namespace) -> int:
             as_fraction(args.budget, "budget"),
             as_fraction(args.budget_delta, "delta", allow_zero=True),
         )
+    if args.strict:
+        _refuse_hinted(args.sql, args.catalog)
     with connect(
         args.catalog,
         budget=budget,
@@ -110,6 +119,8 @@ def run_query(args: argparse.Namespace) -> int:
             args.sql, epsilon=args.epsilon, delta=args.delta, **target_kwargs(args)
         )
     print_result(result, fmt)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     if fmt == "table" and result.accuracy is not None:
         print(f"ε chosen for accuracy: {result.accuracy['epsilon']:.6g} (see explain)")
     return EXIT_OK
@@ -123,6 +134,8 @@ def run_explain(args: argparse.Namespace) -> int:
     from dalenius.ledger import open_ledger
 
     catalog = load_catalog(args.catalog)
+    if args.strict:
+        _refuse_hinted(args.sql, catalog)
     session = Session(
         catalog,
         ledger=open_ledger(None),
@@ -139,3 +152,16 @@ def run_explain(args: argparse.Namespace) -> int:
     else:
         print(explanation)
     return EXIT_OK
+
+
+def _refuse_hinted(sql: str, catalog: Any) -> None:
+    """``--strict``: refuse the query if the catalog gives a hint about it (reads no data)."""
+    from dalenius.core.catalog import load_catalog
+    from dalenius.plan.hints import query_hints, strict_refusal
+    from dalenius.sql.bind import to_query
+
+    if isinstance(catalog, str):
+        catalog = load_catalog(catalog)
+    refusal = strict_refusal(query_hints(to_query(sql, catalog).query))
+    if refusal is not None:
+        raise refusal

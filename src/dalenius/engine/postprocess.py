@@ -37,7 +37,9 @@ from dalenius.engine.noise import Exact, GroupKeyTuple, Noisy
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
-from dalenius.plan.expr import Col, aggregates_read, columns
+from dalenius.plan.expr import Col, Func, aggregates_read, columns, walk
+from dalenius.plan.functions import FUNCTIONS
+from dalenius.plan.hints import query_notes
 from dalenius.plan.nodes import (
     VECTOR_KINDS,
     DPQuery,
@@ -108,7 +110,8 @@ class Answer:
     """Released outputs: one row per group, each aggregate with its error bar.
 
     ``lows``/``highs`` hold interval ends (``None`` for keys and quantiles); ``rank_errors`` holds
-    the rank error of quantile outputs (``None`` elsewhere).
+    the rank error of quantile outputs (``None`` elsewhere); ``notes`` the catalog's hints about
+    the query (:mod:`dalenius.plan.hints`).
     """
 
     columns: tuple[str, ...]
@@ -117,6 +120,7 @@ class Answer:
     highs: tuple[tuple[Cell, ...], ...]
     kinds: tuple[str, ...]
     rank_errors: tuple[int | None, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
@@ -198,6 +202,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
         highs=tuple(zip(*cols_highs, strict=True)) if rows else (),
         kinds=tuple(kinds),
         rank_errors=tuple(rank_errors),
+        notes=query_notes(query),
     )
 
 
@@ -339,8 +344,14 @@ def _image(
         enclosure = bounds_of(expr, infos)
     except (ArithmeticError, ValueError, KeyError):
         enclosure = None
+    if value is None:
+        return None, None  # NULL (SQRT of a negative noisy value): nothing to bound
     if enclosure is not None:
         ends = [_num(enclosure[0]), _num(enclosure[1])]
+    elif any(isinstance(f, Func) and not FUNCTIONS[f.name].row for f in walk(expr)):
+        # Post-only functions are not monotone everywhere (POWER(x, -1) across 0): the ends'
+        # values would not enclose the image, so the interval is dropped.
+        return None, None
     else:
         ends = [evaluate(expr, {**env, ref: low}), evaluate(expr, {**env, ref: high})]
         if any(e is None for e in ends):

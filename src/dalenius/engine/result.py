@@ -57,6 +57,8 @@ class Result:
             target (their error is a rank, not an interval); ``None`` elsewhere.
         accuracy: for a query asked with an error target, how its ε was chosen (the targets,
             each measurement's share and error bar); ``None`` otherwise.
+        notes: hints from the catalog about the query, e.g. a literal compared with a keyed
+            column that is not among its keys (:mod:`dalenius.plan.hints`).
     """
 
     columns: tuple[str, ...]
@@ -72,6 +74,7 @@ class Result:
     rank_errors: tuple[int | None, ...] = ()
     shared: bool = False
     accuracy: Mapping[str, Any] | None = None
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_answer(
@@ -101,6 +104,7 @@ class Result:
             rank_errors=answer.rank_errors,
             shared=shared,
             accuracy=accuracy,
+            notes=answer.notes,
         )
 
     @property
@@ -138,6 +142,7 @@ class Result:
             "remaining": loss_dict(self.remaining),
             "cached": self.cached,
             "shared": self.shared,
+            "notes": list(self.notes),
             "entry_id": self.entry_id,
             **({"accuracy": dict(self.accuracy)} if self.accuracy is not None else {}),
         }

@@ -64,13 +64,17 @@ MAX_DOMAIN = 100_000
 """The largest public domain enumerated to derive the keys of a GROUP BY expression."""
 
 
+GroupKeys = tuple[Key | None, ...]
+"""The public keys of a GROUP BY expression; ``None`` among them is the NULL key."""
+
+
 @dataclass(frozen=True)
 class FieldInfo:
     """Public metadata of one column of a relation."""
 
     type: str
     bounds: Bounds | None
-    keys: tuple[Key, ...] | None
+    keys: GroupKeys | None
     nullable: bool
 
 
@@ -286,7 +290,7 @@ def keys_of(
     fields: Mapping[str, FieldInfo],
     limit: int = MAX_DOMAIN,
     where: Sequence[Expr] = (),
-) -> tuple[Key, ...] | None:
+) -> GroupKeys | None:
     """The public keys of a GROUP BY expression, or ``None`` if its domain is not public.
 
     ``where`` holds conditions every grouped row satisfies (the query's own ``WHERE``, split at
@@ -295,6 +299,22 @@ def keys_of(
     alone. This reads the query and the public domain only, never the data. Conditions on other
     columns, or that the engines might decide differently, are not used; if nothing would be
     left, every key is kept.
+
+    NULL is a key of its own when the expression yields NULL for non-NULL column values (a
+    ``CASE`` without ``ELSE`` that no branch matches): SQL groups those rows under NULL, and the
+    key is as public as the others, derived from the expression alone. A NULL column value is
+    not a key of its own (rows holding one are left out, as rows outside a key list are), but
+    rows it sends to an expression's NULL key are counted there, as SQL does.
+
+    Example:
+        >>> from fractions import Fraction as F
+        >>> from dalenius.plan.expr import BinOp, Case, Col, Lit
+        >>> fields = {"age": FieldInfo("int", (F(17), F(90)), None, False)}
+        >>> young = Case(((BinOp("<", Col("age"), Lit(30)), Lit("young")),), None)
+        >>> keys_of(young, fields)
+        ('young', None)
+        >>> keys_of(young, fields, where=(BinOp("<", Col("age"), Lit(25)),))
+        ('young',)
     """
     filtered = _keys_of(expr, fields, limit, where)
     if filtered or not where:
@@ -304,7 +324,7 @@ def keys_of(
 
 def _keys_of(
     expr: Expr, fields: Mapping[str, FieldInfo], limit: int, where: Sequence[Expr]
-) -> tuple[Key, ...] | None:
+) -> GroupKeys | None:
     names = sorted(columns(expr))
     conditions = [c for c in where if columns(c) and columns(c) <= set(names)]
     if isinstance(expr, Col) and fields[expr.name].keys is not None:
@@ -313,7 +333,26 @@ def _keys_of(
         return tuple(k for k in keys if _passes(conditions, {expr.name: k}))
     literal = _literal_results(expr)
     if literal is not None:
-        return literal
+        assert isinstance(expr, Case)
+        # Branches the conditions (or the WHERE) rule out for every public value form no group;
+        # decided by evaluation only where every engine decides the conditions alike.
+        if not all(_decided_alike(c, fields) for c, _ in expr.whens):
+            return literal
+        reached = _enumerated(expr, names, fields, limit, conditions)
+        if reached is None:
+            return literal
+        return tuple(k for k in literal if k in reached) or None
+    return _enumerated(expr, names, fields, limit, conditions)
+
+
+def _enumerated(
+    expr: Expr,
+    names: Sequence[str],
+    fields: Mapping[str, FieldInfo],
+    limit: int,
+    conditions: Sequence[Expr],
+) -> GroupKeys | None:
+    """The values of ``expr`` over the public domain of its columns (see :func:`keys_of`)."""
     domains = []
     size = 1
     for name in names:
@@ -324,7 +363,8 @@ def _keys_of(
         if size > limit:
             return None
         domains.append(domain)
-    seen: dict[Key, None] = {}
+    seen: dict[Key | None, None] = {}
+    null_key = False
     for values in itertools.product(*domains):
         env = dict(zip(names, values, strict=True))
         if not _passes(conditions, env):
@@ -334,12 +374,15 @@ def _keys_of(
         except (EvaluationError, TypeError, ArithmeticError):
             return None
         if key is None:
+            null_key = null_key or None not in values
             continue
         if isinstance(key, float) and key.is_integer() and type_of(expr, fields) == "int":
             key = int(key)
         if not isinstance(key, str | int | bool):
             return None  # float keys are left to private selection: equality on floats is brittle
         seen.setdefault(key, None)
+    if null_key:
+        seen[None] = None
     return tuple(seen) if seen else None
 
 
@@ -405,26 +448,31 @@ def _passes(conditions: Sequence[Expr], env: Mapping[str, Key | None]) -> bool:
     return True
 
 
-def _literal_results(expr: Expr) -> tuple[Key, ...] | None:
-    """The results of a CASE whose every branch is a literal: public, whatever the input."""
+def _literal_results(expr: Expr) -> GroupKeys | None:
+    """The results of a CASE whose every branch is a literal: public, whatever the input.
+
+    Without ``ELSE`` (or with a NULL branch), NULL is one of them.
+    """
     if not isinstance(expr, Case):
         return None
-    branches = [v for _, v in expr.whens] + ([expr.default] if expr.default is not None else [])
+    branches = [v for _, v in expr.whens] + [
+        expr.default if expr.default is not None else Lit(None)
+    ]
     if not all(isinstance(v, Lit) for v in branches):
         return None
-    seen: dict[Key, None] = {}
+    seen: dict[Key | None, None] = {}
     for v in branches:
         assert isinstance(v, Lit)
-        if isinstance(v.value, str | int | bool):
+        if v.value is None or isinstance(v.value, str | int | bool):
             seen.setdefault(v.value, None)
-        elif v.value is not None:
+        else:
             return None
-    return tuple(seen) or None
+    return tuple(seen) if any(k is not None for k in seen) else None
 
 
 def _domain(info: FieldInfo, limit: int) -> tuple[Key | None, ...] | None:
     """The public values a column may hold, NULL included when it is nullable."""
-    values: tuple[Key | None, ...]
+    values: GroupKeys
     if info.keys is not None:
         values = info.keys
     elif info.type == "bool":
@@ -436,4 +484,4 @@ def _domain(info: FieldInfo, limit: int) -> tuple[Key | None, ...] | None:
         values = tuple(range(lo, hi + 1))
     else:
         return None
-    return (*values, None) if info.nullable else values
+    return (*values, None) if info.nullable and None not in values else values

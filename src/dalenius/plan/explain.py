@@ -16,6 +16,7 @@ from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.gaussian import gaussian_error_bar
 from dalenius.plan.accuracy import Allocation
 from dalenius.plan.expr import AggRef, Expr, KeyRef, render
+from dalenius.plan.hints import combined_notes, query_hints
 from dalenius.plan.nodes import (
     BoundContributions,
     Clip,
@@ -305,6 +306,8 @@ def explain(
         )
     if query.limit is not None or query.offset:
         notes.append(f"LIMIT {query.limit} OFFSET {query.offset} (free)")
+    notes.extend(f"hint: {h}" for h in query_hints(query))
+    notes.extend(combined_notes(query))
     return Explanation(
         table=", ".join(dict.fromkeys(s.table for s in scans(query.relation))),
         unit=query.unit.description,

@@ -80,6 +80,10 @@ class FunctionSpec:
         spelling: how each engine in :data:`DIALECTS` writes the call (the start of its SQL).
         post: whether it may be applied to a released aggregate (``ROUND(AVG(x), 1)``).
         strict_nulls: NULL in any argument gives NULL (all but ``COALESCE``).
+        row: whether it may appear in row-level expressions, computed by the engine. ``False``
+            for functions that fail on some values in some engine (``SQRT(-1)``, ``LN(0)``):
+            those only post-process released aggregates, computed by Dalenius, where a value
+            outside their domain gives NULL.
     """
 
     name: str
@@ -92,6 +96,7 @@ class FunctionSpec:
     spelling: Mapping[str, str]
     post: bool = False
     strict_nulls: bool = True
+    row: bool = True
 
     def __call__(self, args: Sequence[Value]) -> Value:
         """The function on public values, with SQL's NULL semantics."""
@@ -244,6 +249,92 @@ def round_half_away(x: Value, digits: int) -> Value:
     )
 
 
+def _sqrt(args: Sequence[Value]) -> Value:
+    x = float(args[0])
+    return math.sqrt(x) if x >= 0 or math.isnan(x) else None
+
+
+def _ln(args: Sequence[Value]) -> Value:
+    x = float(args[0])
+    return math.log(x) if x > 0 else math.nan if math.isnan(x) else None
+
+
+def _exp(args: Sequence[Value]) -> Value:
+    x = float(args[0])
+    return math.exp(x) if x < 709 else math.inf
+
+
+def _power(args: Sequence[Value]) -> Value:
+    base, exponent = float(args[0]), float(args[1])
+    if base < 0 and not exponent.is_integer():
+        return None  # not a real number
+    if base == 0 and exponent < 0:
+        return None  # division by zero
+    try:
+        return math.pow(base, exponent)
+    except OverflowError:
+        return math.copysign(math.inf, base) if exponent % 2 == 1 else math.inf
+
+
+def _outward(low: float, high: float) -> Bounds | None:
+    """Bounds from float ends, one step outward each (the functions' float rounding); an end of
+    exactly 0 (``SQRT(0)``, ``LN(1)``, ``POWER(0, p)``, exact in IEEE arithmetic) stays 0.
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    low = low if low == 0 else math.nextafter(low, -math.inf)
+    high = high if high == 0 else math.nextafter(high, math.inf)
+    return Fraction(low), Fraction(high)
+
+
+def _increasing(
+    func: Callable[[float], float], low_end: float, open_low: bool
+) -> Callable[[Sequence[Interval]], Interval]:
+    """Bounds of a function increasing on its domain ``[low_end, ∞)`` (open at ``low_end`` when
+    ``open_low``), NULL outside it: the image of the interval's part inside the domain.
+    """
+
+    def bounds(args: Sequence[Interval]) -> Interval:
+        a = args[0]
+        if a is None or isinstance(a, Empty):
+            return a
+        lo, hi = float(a[0]), float(a[1])
+        if hi < low_end or (open_low and hi <= low_end):
+            return EMPTY  # NULL for every value allowed
+        if lo < low_end or (open_low and lo <= low_end):
+            if open_low:
+                return None  # unbounded below near the domain's end (LN near 0)
+            lo = low_end
+        try:
+            return _outward(func(lo), func(hi))
+        except (OverflowError, ValueError):
+            return None
+
+    return bounds
+
+
+def _power_bounds(args: Sequence[Interval]) -> Interval:
+    """POWER(x, n) for a constant whole ``n`` ≥ 0, exactly (even ``n`` is not monotone: it goes
+    through ``|x|``); other exponents: the increasing image over ``x`` ≥ 0, or none.
+    """
+    a, p = args
+    if a is None or p is None or isinstance(a, Empty) or isinstance(p, Empty) or p[0] != p[1]:
+        return None if not (isinstance(a, Empty) or isinstance(p, Empty)) else EMPTY
+    n = p[0]
+    if n.denominator == 1 and 0 <= n <= 64:
+        k = int(n)
+        if k % 2 == 1:
+            return a[0] ** k, a[1] ** k
+        m = _abs_bounds([a])
+        assert isinstance(m, tuple)
+        return m[0] ** k, m[1] ** k
+    if n > 0:
+        return _increasing(lambda x: math.pow(x, float(n)), 0.0, False)([a])
+    if a[0] > 0:  # decreasing on (0, ∞)
+        return _outward(math.pow(float(a[1]), float(n)), math.pow(float(a[0]), float(n)))
+    return None
+
+
 # -- the registry -----------------------------------------------------------------------------
 
 
@@ -284,6 +375,22 @@ _SPECS = (
         "COALESCE", 1, 16, common_type, union,
         lambda a: next((x for x in a if x is not None), None), "Coalesce",
         _spelled("COALESCE("), post=True, strict_nulls=False,
+    ),
+    FunctionSpec(
+        "SQRT", 1, 1, _numeric_for("SQRT"), _increasing(math.sqrt, 0.0, False), _sqrt, "Sqrt",
+        _spelled("SQRT("), post=True, row=False,
+    ),
+    FunctionSpec(
+        "LN", 1, 1, _numeric_for("LN"), _increasing(math.log, 0.0, True), _ln, "Ln",
+        _spelled("LN("), post=True, row=False,
+    ),
+    FunctionSpec(
+        "EXP", 1, 1, _numeric_for("EXP"), _increasing(math.exp, -math.inf, False), _exp, "Exp",
+        _spelled("EXP("), post=True, row=False,
+    ),
+    FunctionSpec(
+        "POWER", 2, 2, _numeric_for("POWER"), _power_bounds, _power, "Pow",
+        _spelled("POWER("), post=True, row=False,
     ),
     FunctionSpec(
         "LOWER", 1, 1, _text("LOWER"), _no_bounds, lambda a: str(a[0]).lower(), "Lower",

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal, final
 
-from dalenius.core.catalog import Key
 from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.plan.derive import GroupKeys
 from dalenius.plan.expr import AggRef, Col, Expr, KeyRef, render
 from dalenius.plan.functions import Bounds
 
@@ -53,7 +53,7 @@ class Field:
     qualifier: str | None
     type: str
     bounds: Bounds | None = None
-    keys: tuple[Key, ...] | None = None
+    keys: GroupKeys | None = None
     nullable: bool = True
     unit: bool = False
 
@@ -294,7 +294,7 @@ class GroupKey:
     name: str
     expr: Expr
     type: str
-    keys: tuple[Key, ...] | None
+    keys: GroupKeys | None
 
 
 AggFunc = Literal[

@@ -29,6 +29,7 @@ from dalenius.plan.expr import (
     Lit,
     Neg,
     Not,
+    aggregates_read,
 )
 from dalenius.plan.functions import FUNCTIONS, MAX_ROUND_DIGITS
 from dalenius.sql.aggregates import NAMES, recognise
@@ -167,14 +168,16 @@ class Converter:
                 case_insensitive=isinstance(node, exp.ILike),
             )
         if isinstance(node, exp.Case):
-            if node.this is not None:
-                raise self.error(
-                    "simple CASE x WHEN v ... is not supported.",
-                    node,
-                    clause=clause,
-                    fix="write CASE WHEN x = v THEN ... END.",
+            # The simple form CASE x WHEN v THEN ... is CASE WHEN x = v THEN ... (NULL matches
+            # no v, as x = NULL is never true).
+            subject = sub(node.this) if node.this is not None else None
+            whens = tuple(
+                (
+                    sub(w.this) if subject is None else BinOp("=", subject, sub(w.this)),
+                    sub(w.args["true"]),
                 )
-            whens = tuple((sub(w.this), sub(w.args["true"])) for w in node.args.get("ifs", []))
+                for w in node.args.get("ifs", [])
+            )
             default = node.args.get("default")
             return Case(whens, sub(default) if default is not None else None)
         if isinstance(node, exp.If):
@@ -203,6 +206,17 @@ class Converter:
                         clause=clause,
                         fix="write ROUND(x, 2) or ROUND(x, -3).",
                     )
+                if not FUNCTIONS[name].row and not any(aggregates_read(a) for a in args):
+                    raise self.error(
+                        f"{name} applies only to released aggregates here.",
+                        node,
+                        clause=clause,
+                        why=f"{name} fails on some values in some engines, so on rows it could "
+                        "fail because of one person's data.",
+                        fix=f"apply {name} to an aggregate, e.g. {name}(AVG(x)"
+                        + (", 2)" if name == "POWER" else ")")
+                        + ", or use arithmetic on rows.",
+                    )
                 return Func(name, args)
         if isinstance(node, exp.AggFunc | exp.WithinGroup) or recognise(node) is not None:
             if aggregate is None:
@@ -220,6 +234,10 @@ class Converter:
                 clause=clause,
                 fix="use subqueries only in FROM (or a WITH clause).",
             )
+        if isinstance(node, exp.Cast | exp.TryCast) and aggregate is not None:
+            converted = sub(node.this)
+            if aggregates_read(converted):
+                return self._cast_released(node, converted, clause)
         if isinstance(node, exp.Cast | exp.TryCast):
             raise self.error(
                 "CAST is not supported.",
@@ -238,6 +256,26 @@ class Converter:
                 privacy=True,
             )
         raise self.unknown(node, clause)
+
+    def _cast_released(self, node: exp.Cast, value: Expr, clause: str) -> Expr:
+        """CAST of a released value (post-processing, computed by Dalenius, which cannot fail):
+        to a whole number it rounds half away from zero, as ``ROUND``; to a decimal type it is
+        the value as a double. Other targets are refused with the fix.
+        """
+        target = node.to.this if isinstance(node.to, exp.DataType) else None
+        name = target.value if isinstance(target, exp.DType) else ""
+        if name in ("TINYINT", "SMALLINT", "INT", "BIGINT", "INT128"):
+            return Func("ROUND", (value,))
+        if name in ("FLOAT", "DOUBLE"):
+            return BinOp("*", value, Lit(1.0))
+        raise self.error(
+            f"CAST of a released value to {node.to.sql(dialect='duckdb')} is not supported.",
+            node,
+            clause=clause,
+            why="CAST post-processes a released value only to INTEGER (rounded) or DOUBLE.",
+            fix="cast to INTEGER or DOUBLE, or round with ROUND(x, d) (for DECIMAL(p, d)); format "
+            "text after the query.",
+        )
 
     def unknown(self, node: exp.Expr, clause: str) -> QueryError:
         """Refuse a function or operator, named as the analyst wrote it, with close names."""
@@ -303,6 +341,8 @@ class Converter:
         if name == "ROUND" and node.args.get("decimals") is not None:
             raw.append(node.args["decimals"])
         raw.extend(e for e in node.expressions if isinstance(e, exp.Expr))
+        if name == "POWER" and isinstance(node.args.get("expression"), exp.Expr):
+            raw.append(node.args["expression"])
         if name == "TRIM" and (node.args.get("position") or node.args.get("expression")):
             raise self.error(
                 "TRIM takes one argument here.", node, clause=clause, fix="write TRIM(column)."

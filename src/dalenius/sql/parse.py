@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import Token
 
 from dalenius.core.errors import QueryError, SourceSpan
 from dalenius.sql import validate
@@ -37,7 +38,7 @@ def parse(sql: str, dialect: str = DEFAULT_DIALECT) -> exp.Expr:
         # The tokens check_text read are parsed as they are (tokenizing is the costly half).
         statements = Dialect.get_or_raise(dialect).parser().parse(tokens, sql)
     except ParseError as exc:
-        raise _syntax_error(sql, exc, dialect) from None
+        raise _top_refusal(sql, tokens) or _syntax_error(sql, exc, dialect) from None
     except TokenError as exc:  # check_text tokenized already; kept for safety
         raise QueryError(
             f"syntax error: {exc}",
@@ -66,6 +67,31 @@ def parse(sql: str, dialect: str = DEFAULT_DIALECT) -> exp.Expr:
     statement = found[0]
     validate.check_tree(statement, sql, span_of)
     return statement
+
+
+def _top_refusal(sql: str, tokens: list[Token]) -> QueryError | None:
+    """SQL Server's ``SELECT TOP n``, which the dialects Dalenius reads do not have: the fix is
+    ``LIMIT n`` (applied to the noisy answers, free), or ``None`` if the query has no ``TOP``.
+    """
+    texts = [t.text.upper() for t in tokens]
+    for i, text in enumerate(texts[:-1]):
+        if text != "TOP" or i == 0:
+            continue
+        before = texts[i - 1]
+        if before != "SELECT" and not (
+            before in ("DISTINCT", "ALL") and texts[i - 2 : i - 1] == ["SELECT"]
+        ):
+            continue
+        count = tokens[i + 1].text if tokens[i + 1].text.isdigit() else "n"
+        return QueryError(
+            f"SELECT TOP {count} is not part of the SQL Dalenius reads.",
+            clause="SELECT",
+            sql=sql,
+            span=validate.token_span(sql, tokens[i]),
+            why="TOP is SQL Server's spelling; DuckDB, PostgreSQL and Spark write LIMIT.",
+            fix=f"remove TOP {count} and end the query with LIMIT {count} (applied to the noisy answers, free).",
+        )
+    return None
 
 
 def _syntax_error(sql: str, exc: ParseError, dialect: str) -> QueryError:

@@ -20,6 +20,10 @@ from dalenius.plan.nodes import Field, Relation, UnitSpec
 from dalenius.sql import bigquery, validate
 from dalenius.sql.parse import span_of
 
+MAX_UNIT_KEYS = 4
+"""The most group keys, beside the unit, a per-unit subquery may GROUP BY."""
+
+
 # -- sources under construction -----------------------------------------------------------------
 
 

@@ -36,6 +36,7 @@ from dalenius.plan.nodes import (
     key_ref,
 )
 from dalenius.sql import aggregates
+from dalenius.sql.aliases import expand_aliases
 from dalenius.sql.bind.base import _info, _Source
 from dalenius.sql.bind.relations import _Relations
 from dalenius.sql.expressions import Converter, written_name
@@ -130,6 +131,10 @@ class _State:
         ):
             return False
         return not any(f.name.lower() == item.name.lower() for f in self.source.fields)
+
+    def field_names(self) -> set[str]:
+        """The queried relation's column names, lower-case (they take precedence over aliases)."""
+        return {f.name.lower() for f in self.source.fields}
 
     def key_name(self, node: exp.Expr, tree: exp.Select) -> str:
         for item in tree.expressions:
@@ -237,14 +242,6 @@ class _State:
                     privacy=True,
                 )
             expr = self.post_expr(node, "SELECT", hidden=False)
-            if len(aggregates_read(expr)) > 1:
-                raise self.error(
-                    "an output column may post-process one aggregate, not combine several.",
-                    node,
-                    clause="SELECT",
-                    why="each released number carries the error bar of its aggregate; a combination would need its own.",
-                    fix="select the aggregates as separate columns and combine them after the query.",
-                )
             if isinstance(raw, exp.Alias):
                 name = raw.alias
             elif isinstance(expr, KeyRef):
@@ -263,8 +260,8 @@ class _State:
         having = tree.args.get("having")
         if having is None:
             return
-        expr = self.post_expr(having.this, "HAVING", hidden=True)
-        self.having_expr = expr
+        node = expand_aliases(having.this, self.select_aliases, self.field_names())
+        self.having_expr = self.post_expr(node, "HAVING", hidden=True)
 
     def order_by(self, tree: exp.Select) -> None:
         order = tree.args.get("order")
@@ -288,6 +285,7 @@ class _State:
                 if match is not None:
                     expr = match.expr
             if expr is None:
+                node = expand_aliases(node, self.select_aliases, self.field_names())
                 expr = self.post_expr(node, "ORDER BY", hidden=True)
             self.order.append(
                 OrderItem(

@@ -31,8 +31,10 @@ from dalenius.plan.nodes import (
 )
 from dalenius.sql import aggregates
 from dalenius.sql.bind.aggregates import _Aggregates
-from dalenius.sql.bind.base import _info, _Source
+from dalenius.sql.bind.base import MAX_UNIT_KEYS, _info, _Source
 from dalenius.sql.expressions import Converter
+from dalenius.sql.hints import did_you_mean, unknown_column_fix
+from dalenius.sql.parse import DEFAULT_DIALECT
 
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -119,7 +121,7 @@ class _Relations(_Aggregates):
                     f"unknown table {node.name!r}.",
                     node,
                     clause="FROM",
-                    fix=f"use one of: {', '.join(names)}.",
+                    fix=did_you_mean(node.name, names) + f"use one of: {', '.join(names)}.",
                 )
             return self.scan(table, alias)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Select):
@@ -373,7 +375,7 @@ class _Relations(_Aggregates):
                 f"unknown column {name!r}.",
                 node,
                 clause=clause,
-                fix=f"use one of: {', '.join(visible)}.",
+                fix=unknown_column_fix(node, name, visible),
             )
         if len(matches) > 1:
             quals = sorted({m.qualifier or "?" for m in matches})
@@ -509,6 +511,31 @@ class _Relations(_Aggregates):
         relation = Project(inner.relation, tuple(fields), tuple(exprs))
         return _Source(relation, fields, unit, inner.tables)
 
+    def unit_keys(
+        self, items: list[exp.Expr], converter: Converter, inner: _Source, alias: str
+    ) -> tuple[list[Expr], list[Field]]:
+        """The group keys of a per-(unit, group) subquery, and the fields that expose them (with
+        the public keys and bounds derived from the inner fields, as for derived columns).
+        """
+        infos = {f.id: _info(f) for f in inner.fields}
+        exprs = [converter.convert(i, "GROUP BY") for i in items]
+        fields = []
+        for item, expr in zip(items, exprs, strict=True):
+            name = item.name if isinstance(item, exp.Column) else item.sql(dialect=DEFAULT_DIALECT)
+            col_type = type_of(expr, infos)
+            fields.append(
+                Field(
+                    id=self.fresh_id(alias, name),
+                    name=name,
+                    qualifier=alias,
+                    type=col_type,
+                    bounds=bounds_of(expr, infos) if col_type in ("int", "float") else None,
+                    keys=keys_of(expr, infos),
+                    nullable=True,
+                )
+            )
+        return exprs, fields
+
     def per_unit(self, select: exp.Select, alias: str, inner: _Source) -> _Source:
         """An aggregating subquery grouped by the privacy unit, as a :class:`UnitAggregate` source.
 
@@ -529,21 +556,25 @@ class _Relations(_Aggregates):
         unit_id = inner.unit.field
         items = list(group.expressions) if group is not None else []
         converter = self.converter(inner)
-        ok = (
-            len(items) == 1
-            and isinstance(items[0], exp.Column)
-            and converter.convert(items[0], "GROUP BY") == Col(unit_id or "")
-        )
-        if not ok:
+        unit_items = [
+            i
+            for i in items
+            if isinstance(i, exp.Column) and converter.convert(i, "GROUP BY") == Col(unit_id or "")
+        ]
+        if len(unit_items) != 1 or len(items) - 1 > MAX_UNIT_KEYS:
             unit_name = next(f.name for f in inner.fields if f.id == unit_id)
             raise self.error(
-                f"an aggregating subquery must GROUP BY the privacy unit ({unit_name}) alone.",
+                f"an aggregating subquery must GROUP BY the privacy unit ({unit_name}), alone or "
+                f"with up to {MAX_UNIT_KEYS} group keys.",
                 group or select,
                 clause="GROUP BY",
-                why="then the outer query sees each person once, with a bounded value.",
-                fix=f"write GROUP BY {unit_name}.",
+                why="then the outer query sees each person once per group, with bounded values.",
+                fix=f"write GROUP BY {unit_name} (or GROUP BY {unit_name}, key).",
                 privacy=True,
             )
+        key_exprs, key_fields = self.unit_keys(
+            [i for i in items if i is not unit_items[0]], converter, inner, alias
+        )
         rows = inner.unit.max_rows
         fields: list[Field] = []
         calls: list[AggCall] = []
@@ -558,6 +589,13 @@ class _Relations(_Aggregates):
                     unit_field, name=item.alias if isinstance(item, exp.Alias) else unit_src.name
                 )
                 continue
+            if aggregates.recognise(node) is None and key_exprs:
+                converted = converter.convert(node, "SELECT")
+                if converted in key_exprs:
+                    k = key_exprs.index(converted)
+                    if isinstance(item, exp.Alias):
+                        key_fields[k] = replace(key_fields[k], name=item.alias)
+                    continue
             call = aggregates.recognise(node)
             if (
                 call is None
@@ -591,16 +629,29 @@ class _Relations(_Aggregates):
                 )
             )
         unit_field = replace(unit_field, unit=True)
-        out_fields = [unit_field, *fields]
+        out_fields = [unit_field, *key_fields, *fields]
         relation: Relation = UnitAggregate(
-            inner.relation, unit_id or "", tuple(out_fields), tuple(calls)
+            inner.relation, unit_id or "", tuple(out_fields), tuple(calls), tuple(key_exprs)
         )
-        unit = UnitSpec(
-            "aggregated",
-            unit_field.id,
-            1,
-            1,
-            f"{inner.unit.description}; one row per unit after {alias}",
+        groups = inner.unit.max_groups
+        # Per (unit, group): one row per group a unit holds, bounded as BigQuery's per-unit form
+        # is (plan.rewrite.bigquery_per_unit): at most max_groups rows, in as many groups.
+        unit = (
+            UnitSpec(
+                "id",
+                unit_field.id,
+                groups,
+                groups,
+                f"{inner.unit.description}; one row per unit and group after {alias}",
+            )
+            if key_exprs
+            else UnitSpec(
+                "aggregated",
+                unit_field.id,
+                1,
+                1,
+                f"{inner.unit.description}; one row per unit after {alias}",
+            )
         )
         source = _Source(relation, out_fields, unit, inner.tables)
         having = select.args.get("having")

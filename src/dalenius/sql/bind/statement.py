@@ -169,6 +169,31 @@ class _Planner(_Relations):
 
     # -- the aggregate query --------------------------------------------------------------------
 
+    def key_set(self, state: _State, tree: exp.Select) -> None:
+        """GROUP BY without an aggregate asks for the set of groups (as ``SELECT DISTINCT``).
+
+        Public keys are known without reading data: refused, with the keys themselves and the
+        rewrite that counts them. Private keys are released through partition selection, on a
+        hidden ``COUNT(*)`` (charged, as for any private GROUP BY).
+        """
+        if all(k.keys is not None for k in state.keys):
+            listed = "; ".join(
+                f"{k.name}: {', '.join('NULL' if v is None else repr(v) for v in (k.keys or ())[:20])}"
+                + (", …" if len(k.keys or ()) > 20 else "")
+                for k in state.keys
+            )
+            raise self.error(
+                "GROUP BY without an aggregate asks only for the groups, and these are public.",
+                tree.expressions[0] if tree.expressions else None,
+                clause="SELECT",
+                why=f"their keys follow from the catalog, not the data ({listed}); nothing "
+                "needs to be read or spent.",
+                fix="read them in the catalog (the gateway's dataset description lists them), or add "
+                "COUNT(*) to see how many rows each "
+                "has (charged).",
+            )
+        state.aggregate(exp.Count(this=exp.Star()), "SELECT", hidden=True)
+
     def aggregate_query(self, tree: exp.Select, source: _Source, *, top: bool) -> Query:
         assert source.unit is not None
         if tree.args.get("distinct") is not None:
@@ -186,6 +211,8 @@ class _Planner(_Relations):
         state.having(tree)
         state.order_by(tree)
         limit, offset = self.limit(tree)
+        if not state.aggs and state.keys:
+            self.key_set(state, tree)
         if not state.aggs:
             raise self.error(
                 "the query selects no aggregate.",

@@ -17,7 +17,7 @@ from dalenius.core.catalog import Key
 from dalenius.core.dialect import Dialect
 from dalenius.plan.nodes import GroupKey
 from dalenius.sql.emit.dialects import hash_ties, keyed_hash
-from dalenius.sql.emit.writing import _col, _key_literal, _quoted, _sql
+from dalenius.sql.emit.writing import _among_keys, _col, _key_literal, _quoted, _sql
 
 
 def bounded(
@@ -271,13 +271,18 @@ def _unit_rows(
     listed = [
         i
         for i, (k, g) in enumerate(zip(keys, group_keys, strict=True))
-        if g.keys and g.type == "str" and k.find(exp.Column) is not None
+        if g.keys and None not in g.keys and g.type == "str" and k.find(exp.Column) is not None
     ]
-    lists = {i: _values_list(group_keys[i].keys or (), f"__kv{i}", dialect) for i in listed}
+    lists = {
+        i: _values_list(
+            tuple(k for k in group_keys[i].keys or () if k is not None), f"__kv{i}", dialect
+        )
+        for i in listed
+    }
     where: list[exp.Expr] = [exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null()))]
     for i, (key, group) in enumerate(zip(keys, group_keys, strict=True)):
         if group.keys is not None and i not in listed:
-            where.append(exp.In(this=key.copy(), expressions=[_key_literal(v) for v in group.keys]))
+            where.append(_among_keys(key, group.keys))
     needed = [unit, *(f for f in row_fields if f != unit)]
     columns = [_sql(_col(f), dialect) for f in needed]
     columns += [f"__kv{i}.__i AS __i{i}" for i in listed]

@@ -19,7 +19,7 @@ from dalenius.plan.derive import FieldInfo
 from dalenius.plan.nodes import VECTOR_KINDS, DPQuery, Field, all_fields
 from dalenius.sql.emit.bounding import _ranked, bounded, bounded_aggregate
 from dalenius.sql.emit.expressions import Compiler
-from dalenius.sql.emit.writing import _col, _key_literal, _sql
+from dalenius.sql.emit.writing import _among_keys, _col, _sql
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
     conditions: list[exp.Expr] = []
     for key, sql_key in zip(query.group_by, keys, strict=True):
         if key.keys is not None:
-            conditions.append(
-                exp.In(this=sql_key.copy(), expressions=[_key_literal(v) for v in key.keys])
-            )
+            conditions.append(_among_keys(sql_key, key.keys))
     scalars = [m for m in plan.measurements if m.kind not in VECTOR_KINDS]
     # Only selections (quantiles): the main query still lists the groups present.
     measures = [(m.name, compiler.measurement(m)) for m in scalars] or [

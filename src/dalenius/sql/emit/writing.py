@@ -13,6 +13,7 @@ from sqlglot.dialects.dialect import Dialect as GlotDialect
 
 from dalenius.core.catalog import Key
 from dalenius.core.dialect import Dialect
+from dalenius.plan.derive import GroupKeys
 
 
 def _negated(node: exp.Expr) -> exp.Expr:
@@ -42,6 +43,18 @@ def _quoted(name: str) -> str:
 
 def _col(name: str) -> exp.Column:
     return exp.Column(this=exp.to_identifier(name, quoted=True))
+
+
+def _among_keys(key: exp.Expr, keys: GroupKeys) -> exp.Expr:
+    """Whether ``key`` is one of ``keys``: ``IN``, or ``IS NULL`` for the NULL key (which ``IN``
+    never matches).
+    """
+    listed = [_key_literal(v) for v in keys if v is not None]
+    among = exp.In(this=key.copy(), expressions=listed)
+    if None not in keys:
+        return among
+    null = exp.Is(this=key.copy(), expression=exp.Null())
+    return exp.Paren(this=exp.or_(among, null, copy=False)) if listed else null
 
 
 def _key_literal(value: Key) -> exp.Expr:
