@@ -7,6 +7,7 @@ release waits for, and misses are forced with deadlines no engine can meet.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -291,9 +292,20 @@ def test_calibrate_writes_deadlines_the_session_then_uses(
     assert deadlines is not None and deadlines.runs == 3 and deadlines.margin == 2.0
     for name, value in deadlines.deadlines_ms.items():
         assert value >= deadlines.measured_ms[name] * 2
+    # The session must take its deadline from the file calibrate wrote (same fingerprint). The
+    # calibrated values are 2x a quiet measurement, which a loaded machine can overrun; so the
+    # file keeps calibrate's fingerprint and only its values are lengthened, then the release
+    # must have waited for exactly arrival + that value (the wait is recorded, not slept).
+    long_ms = {name: 600_000.0 + i for i, name in enumerate(sorted(deadlines.deadlines_ms))}
+    assert catalog.deadlines_path is not None
+    write_deadlines(replace(deadlines, deadlines_ms=long_ms), catalog.deadlines_path)
     with dalenius.connect(catalog, budget=1) as session:
+        before = time.monotonic()
         session.query('SELECT g, COUNT(*) FROM "t" GROUP BY g', epsilon=0.5)
+        after = time.monotonic()
     assert len(recorded) == 1
+    wait = long_ms["group_by"] / 1000
+    assert before + wait <= recorded[0] <= after + wait
 
 
 def test_calibrate_refuses_a_table_without_a_row_cap(tmp_path: Path) -> None:
