@@ -145,7 +145,9 @@ class LossDefect(InternalError):
     code = "loss_defect"
 
 
-def scaled_epsilon(epsilon: Fraction, calibrated: Fraction | int, required: int) -> Fraction:
+def scaled_epsilon(
+    epsilon: Fraction, calibrated: Fraction | int, required: Fraction | int
+) -> Fraction:
     """The pure-DP loss of Laplace-type noise calibrated for sensitivity ``calibrated`` when one
     unit can change the answer by ``required``: ``ε · required / calibrated`` (exact).
     """

@@ -74,6 +74,13 @@ from dalenius.sql.filters import product_filter
 SYNTHETIC_FORMAT = "synthetic-1"
 """The ledger record's format: the request, the noisy measurements and the sampling seed."""
 
+SCORE_SLACK = Fraction(1, 1000)
+"""Added to the selection scores' sensitivity R. A score is a float L1 distance (numpy's pairwise
+sum: error below log2(cells)·2⁻⁵³ of the sum of its terms, under 10⁻⁷ for counts below 10¹⁰)
+rounded to the nearest fraction with denominator at most 10⁶ (error at most 5·10⁻⁷), so two
+neighbours' scores differ by at most R + 2·(10⁻⁷ + 5·10⁻⁷) < R + 1/1000: the exponential mechanism
+is calibrated for that, rounding toward safety."""
+
 MAX_CELLS = 5_000_000
 """At most this many cells in the largest 2-way marginal times the number of pairs."""
 
@@ -130,7 +137,8 @@ class SynthPlan:
         """MST's three steps composed in zCDP, each mechanism at the unit's row cap.
 
         One unit's at most R rows change every marginal by at most R in L2 (and the tree's
-        score, an L1 distance to a public product, by at most R): d Gaussian 1-way marginals,
+        score, an L1 distance to a public product, by at most R, plus :data:`SCORE_SLACK` for the
+        score's floating-point sum and its rounding): d Gaussian 1-way marginals,
         d − 1 exponential-mechanism rounds (ε-DP with a bounded range is ε²/8-zCDP, Cesar &
         Rogers 2021) and d − 1 Gaussian 2-way marginals.
         """
@@ -139,7 +147,8 @@ class SynthPlan:
         one, selector, two = self.mechanisms()
         total = d * scaled_rho(rho_of(one.loss), one.sensitivity, required)
         if selector is not None:
-            epsilon = scaled_epsilon(selector.epsilon, selector.sensitivity, required)
+            score = required + SCORE_SLACK
+            epsilon = scaled_epsilon(selector.epsilon, selector.sensitivity, score)
             total += (d - 1) * epsilon * epsilon / 8
             total += (d - 1) * scaled_rho(rho_of(two.loss), two.sensitivity, required)
         return as_declared(total, self.loss)
@@ -226,7 +235,8 @@ class SynthPlan:
         r = self.max_rows
         third = self.rho / 3
         one = _vector_gaussian(r, third / d)
-        selector = ExponentialMechanism(r, _em_epsilon(third, d - 1)) if d > 1 else None
+        rounds = _em_epsilon(third, d - 1) if d > 1 else None
+        selector = ExponentialMechanism(r + SCORE_SLACK, rounds) if rounds is not None else None
         two = _vector_gaussian(r, third / max(d - 1, 1))
         return one, selector, two
 
