@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser bench clean package docs
+.PHONY: demo test check check-fast lint types contract pytest pytest-fast browser clients bench clean package docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +38,14 @@ $(STAMP_SERVER): pyproject.toml | $(BIN)/python
 
 ## demo: set up the environment and start the gateway and web console on the synthetic census
 ## (the guided walk-through in the terminal is `.venv/bin/dalenius demo`)
+PG_PORT ?= 5433
+
 demo: $(STAMP_SERVER)
-	$(BIN)/dalenius serve --demo dalenius-demo
+	$(BIN)/dalenius serve --demo dalenius-demo --pg-port $(PG_PORT)
 
 ## test: set up the environment with the dev extras, the test oracles (and the browser the console
 ## test drives) and run everything CI runs; oracle tests fail here, rather than skip, without them
-test: $(STAMP_DEV) $(STAMP_ORACLES) browser
+test: $(STAMP_DEV) $(STAMP_ORACLES) browser clients
 	DALENIUS_REQUIRE_ORACLES=1 $(MAKE) check
 
 check: lint types contract docs pytest
@@ -57,6 +59,17 @@ browser:
 	@test -x /usr/bin/chromium || { \
 	  echo "installing Chromium from Debian's packages (the console test drives it)"; \
 	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+## clients: the PostgreSQL clients the wire listener's tests drive — psql and the JDBC driver
+## from Debian's packages (Java 17 runs it), node-postgres from npm (pinned by its lock file)
+CLIENTS := tests/server/clients
+clients: $(CLIENTS)/node_modules/.package-lock.json
+	@{ command -v psql >/dev/null && test -f /usr/share/java/postgresql.jar; } || { \
+	  echo "installing psql and the PostgreSQL JDBC driver from Debian's packages"; \
+	  apt-get update -qq && apt-get install -y -qq postgresql-client libpostgresql-jdbc-java >/dev/null; }
+
+$(CLIENTS)/node_modules/.package-lock.json: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
+	npm ci --prefix $(CLIENTS) --no-audit --no-fund --silent
 
 lint:
 	$(BIN)/ruff check src tests bench

@@ -60,6 +60,16 @@ def register(sub: Any) -> None:
         "--port", type=int, default=None, help="port to listen on (default: the configuration's)"
     )
     parser.add_argument(
+        "--pg-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help=(
+            "also listen for PostgreSQL clients (psql, JDBC, psycopg, BI tools) on PORT, on "
+            "the same address; user = analyst, password = token, database = dataset"
+        ),
+    )
+    parser.add_argument(
         "--issue-token",
         action="append",
         default=[],
@@ -167,6 +177,11 @@ def run_serve(args: argparse.Namespace) -> int:
     port = _choose_port(host, args.port or port, search=args.demo is not None and args.port is None)
     os.environ["DALENIUS_GATEWAY_LISTEN"] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     os.environ["DALENIUS_GATEWAY_ISSUE"] = ",".join(args.issue_token)
+    if args.pg_port is not None:
+        pg = f"[{host}]:{args.pg_port}" if ":" in host else f"{host}:{args.pg_port}"
+        os.environ["DALENIUS_GATEWAY_PG_LISTEN"] = pg
+    else:
+        os.environ.pop("DALENIUS_GATEWAY_PG_LISTEN", None)
     if args.demo is not None:
         os.environ["DALENIUS_GATEWAY_DEMO"] = str(Path(args.demo).resolve())
         os.environ.pop("DALENIUS_GATEWAY_CONFIG", None)

@@ -213,6 +213,22 @@ def _sorter(item: OrderItem, envs: list[dict[str, Any]]) -> Callable[[int], tupl
     return key
 
 
+def output_kinds(plan: DPQuery) -> tuple[str, ...]:
+    """Each output column's kind, as :func:`post_process` will report it, known before any data
+    is read (a PostgreSQL client describes a statement's columns before it runs it).
+    """
+    return tuple(_kind(plan, out.expr, aggregates_read(out.expr)) for out in plan.query.outputs)
+
+
+def key_types(plan: DPQuery) -> tuple[str | None, ...]:
+    """The catalog type of each output that is a bare group key (``None`` for the others)."""
+    names = {key_ref(k): key.type for k, key in enumerate(plan.query.group_by)}
+    return tuple(
+        names.get(out.expr.name) if isinstance(out.expr, Col) else None
+        for out in plan.query.outputs
+    )
+
+
 def _kind(plan: DPQuery, expr: Any, refs: list[int]) -> str:
     if not refs:
         return "key"

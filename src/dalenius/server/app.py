@@ -9,6 +9,7 @@ answer that is not a success has the one JSON error shape of :mod:`dalenius.serv
 from __future__ import annotations
 
 import os
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,7 +24,7 @@ from starlette.exceptions import HTTPException
 
 from dalenius import __version__
 from dalenius.core.errors import ConfigurationError, DaleniusError, EvaluationFailed, UserError
-from dalenius.server.config import GatewayConfig, load_config, with_listen
+from dalenius.server.config import GatewayConfig, load_config, with_listen, with_pg_listen
 from dalenius.server.errors import (
     InvalidRequestError,
     error_body,
@@ -34,6 +35,7 @@ from dalenius.server.errors import (
 )
 from dalenius.server.gateway import Gateway
 from dalenius.server.middleware import GatewayMiddleware, SignInMiddleware
+from dalenius.server.pgwire.listener import PgListener, WireSettings
 from dalenius.server.routes import analyst, attacks, curator, ldp, releases
 from dalenius.server.startup import DEMO_CONFIG, issue_from_environment, prepare_demo
 
@@ -119,8 +121,13 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        service.close()
+        listener = await start_pg_listener(service)
+        try:
+            yield
+        finally:
+            if listener is not None:
+                await listener.stop()
+            service.close()
 
     app = FastAPI(
         title="Dalenius gateway",
@@ -161,12 +168,31 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
     return app
 
 
+async def start_pg_listener(service: Gateway) -> PgListener | None:
+    """Start the PostgreSQL protocol listener on the application's event loop, if configured.
+
+    Several worker processes bind one port together (``SO_REUSEPORT``): the kernel spreads the
+    connections over them, as it spreads HTTP requests over uvicorn's workers.
+    """
+    config = service.config
+    if config.pg_port is None:
+        return None
+    context = None
+    if config.tls_cert is not None and config.tls_key is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(config.tls_cert, config.tls_key)
+    listener = PgListener(service, WireSettings(ssl_context=context))
+    await listener.start(config.pg_host, config.pg_port, reuse_port=True)
+    return listener
+
+
 def from_environment() -> FastAPI:
     """The application ``dalenius serve`` runs, configured through environment variables.
 
     ``DALENIUS_GATEWAY_CONFIG`` names the configuration file; ``DALENIUS_GATEWAY_DEMO`` a demo
     folder instead (its data, configuration and tokens are prepared first);
     ``DALENIUS_GATEWAY_LISTEN`` (``host:port``) overrides the address the configuration gives;
+    ``DALENIUS_GATEWAY_PG_LISTEN`` (``host:port``) the PostgreSQL listener's;
     ``DALENIUS_GATEWAY_ISSUE`` (``role:name,…``) creates those principals if missing and prints a
     new token for each; ``DALENIUS_GATEWAY_SLOTS`` names the lock file through which the worker
     processes of one gateway share the running-query limits (set by :func:`prepare_workers`).
@@ -186,11 +212,14 @@ def _open_from(env: dict[str, str]) -> Gateway:
     """The gateway the environment describes (the demo prepared first, if it names one)."""
     demo = env.get("DALENIUS_GATEWAY_DEMO")
     listen = env.get("DALENIUS_GATEWAY_LISTEN")
+    pg_listen = env.get("DALENIUS_GATEWAY_PG_LISTEN")
     if demo:
-        return prepare_demo(Path(demo), listen)
+        return prepare_demo(Path(demo), listen, pg_listen)
     path = env.get("DALENIUS_GATEWAY_CONFIG")
-    config = load_config(path) if path else GatewayConfig()
-    return Gateway(with_listen(config, listen), shared_slots=env.get("DALENIUS_GATEWAY_SLOTS"))
+    config = with_pg_listen(
+        with_listen(load_config(path) if path else GatewayConfig(), listen), pg_listen
+    )
+    return Gateway(config, shared_slots=env.get("DALENIUS_GATEWAY_SLOTS"))
 
 
 def prepare_workers(slots_file: str) -> None:

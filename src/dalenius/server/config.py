@@ -11,6 +11,9 @@ serve the same datasets, analysts and budgets. Example::
     data_root = "data"                    # every catalog source must lie under it (optional)
     allowed_hosts = ["localhost", "127.0.0.1"]   # refuse other Host headers (optional)
     confidence = 0.95
+    pg_listen = "127.0.0.1:5433"          # the PostgreSQL protocol listener (optional)
+    tls_cert = "server.crt"               # TLS for the PostgreSQL listener (optional, with tls_key)
+    tls_key = "server.key"
 
     [limits]
     max_request_bytes = 65536
@@ -45,6 +48,9 @@ GATEWAY_KEYS = (
     "confidence",
     "data_root",
     "allowed_hosts",
+    "pg_listen",
+    "tls_cert",
+    "tls_key",
 )
 """Keys of the ``[gateway]`` section (the docs test checks each is documented)."""
 LIMIT_KEYS = (
@@ -112,6 +118,10 @@ class GatewayConfig:
         confidence: the default confidence level of error bars.
         limits: request size and rate limits.
         source: the configuration file, if the settings were read from one.
+        pg_host, pg_port: where the PostgreSQL protocol listener listens (``pg_port`` ``None``:
+            no listener).
+        tls_cert, tls_key: the custodian's certificate chain and key (PEM) for the
+            PostgreSQL listener's TLS; without them it offers no TLS (sign-in is by SCRAM).
     """
 
     host: str = "127.0.0.1"
@@ -124,6 +134,10 @@ class GatewayConfig:
     confidence: float = 0.95
     limits: Limits = Limits()
     source: Path | None = None
+    pg_host: str = "127.0.0.1"
+    pg_port: int | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
 
     @property
     def state_url(self) -> str:
@@ -154,6 +168,14 @@ def parse_listen(value: Any, where: str = "listen") -> tuple[str, int]:
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ConfigurationError(f"{where}: the port {port_text!r} is not in 1..65535.", fix=fix)
     return host, int(port_text)
+
+
+def with_pg_listen(config: GatewayConfig, listen: str | None) -> GatewayConfig:
+    """The configuration with the PostgreSQL listener's address set to ``listen``, if given."""
+    if not listen:
+        return config
+    host, port = parse_listen(listen, "--pg-port")
+    return replace(config, pg_host=host, pg_port=port)
 
 
 def with_listen(config: GatewayConfig, listen: str | None) -> GatewayConfig:
@@ -259,7 +281,23 @@ class _Reader:
             raise self.error(
                 "gateway.confidence", f"must be between 0 and 1, got {confidence!r}.", "use 0.95."
             )
+        pg_host, pg_port = "127.0.0.1", None
+        if "pg_listen" in gateway:
+            pg_host, pg_port = parse_listen(gateway["pg_listen"], f"{self.file}, gateway.pg_listen")
+        tls = [
+            self.file_path(k, gateway[k]) if k in gateway else None for k in ("tls_cert", "tls_key")
+        ]
+        if (tls[0] is None) != (tls[1] is None):
+            raise self.error(
+                "gateway.tls_cert",
+                "tls_cert and tls_key go together.",
+                "give both PEM files (the certificate chain and its private key), or neither.",
+            )
         return GatewayConfig(
+            pg_host=pg_host,
+            pg_port=pg_port,
+            tls_cert=tls[0],
+            tls_key=tls[1],
             host=host,
             port=port,
             ledger=ledger,
@@ -313,6 +351,18 @@ class _Reader:
                 "create it, or correct the path (relative paths are read from the file's folder).",
             )
         return folder.resolve()
+
+    def file_path(self, key: str, value: Any) -> Path:
+        if not isinstance(value, str) or not value:
+            raise self.error(f"gateway.{key}", f"must be a file path, got {value!r}.")
+        path = self.resolve(value)
+        if not path.is_file():
+            raise self.error(
+                f"gateway.{key}",
+                f"the file {str(path)!r} does not exist.",
+                "correct the path (relative paths are read from the file's folder).",
+            )
+        return path.resolve()
 
     def resolve(self, value: str) -> Path:
         path = Path(value).expanduser()

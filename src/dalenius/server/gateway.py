@@ -32,6 +32,7 @@ from dalenius.core.errors import (
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP, as_fraction
 from dalenius.engine.policy import Policy
+from dalenius.engine.postprocess import key_types, output_kinds
 from dalenius.engine.result import SyntheticResult
 from dalenius.engine.session import Session
 from dalenius.ledger import Ledger, open_ledger
@@ -297,6 +298,18 @@ class Gateway:
             policy=Policy.of(opened.catalog).raised(floor),
         )
 
+    def _checked_session(
+        self, caller: Caller, name: str, sql: str, epsilon: Any, delta: Any
+    ) -> Session:
+        """The caller's session on a dataset, after the gateway's bounded checks of the loss's
+        numbers and the SQL's shape (before anything is planned or read).
+        """
+        checked_number("epsilon", epsilon)
+        checked_number("delta", delta)
+        check_sql_shape(sql)
+        opened, floor = self._open(caller, name)
+        return self._session(caller, opened, floor)
+
     def explain(
         self,
         caller: Caller,
@@ -312,15 +325,32 @@ class Gateway:
         ``targets`` are the accuracy-first arguments (``target_error``, ``target_relative``,
         ``expected``): the smallest ε meeting them is computed instead of taking ``epsilon``.
         """
-        checked_number("epsilon", epsilon)
-        checked_number("delta", delta)
-        check_sql_shape(sql)
-        opened, floor = self._open(caller, name)
+        session = self._checked_session(caller, name, sql, epsilon, delta)
         with _planning(sql):
-            explanation = self._session(caller, opened, floor).explain(
+            explanation = session.explain(
                 sql, epsilon, delta=delta, confidence=confidence, **targets
             )
         return {"dataset": name, **explanation.to_dict()}
+
+    def outputs(
+        self,
+        caller: Caller,
+        name: str,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        confidence: float | None,
+        **targets: Any,
+    ) -> list[tuple[str, str, str | None]]:
+        """The query's output columns, their kinds (``key``, ``count`` …) and, for group keys,
+        their catalog types, as its answer will have them; like :meth:`explain`, it reads no
+        data and spends nothing.
+        """
+        session = self._checked_session(caller, name, sql, epsilon, delta)
+        with _planning(sql):
+            plan = session.plan(sql, epsilon, delta=delta, confidence=confidence, **targets)
+        names = [out.name for out in plan.query.outputs]
+        return list(zip(names, output_kinds(plan), key_types(plan), strict=True))
 
     def query(
         self,

@@ -16,7 +16,7 @@ from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import ApproxDP
 from dalenius.datasets.census import write_demo
 from dalenius.datasets.schema import CATALOG_FILE
-from dalenius.server.config import load_config, with_listen
+from dalenius.server.config import load_config, with_listen, with_pg_listen
 from dalenius.server.gateway import Gateway
 from dalenius.server.store import ANALYST, CURATOR, ROLES, Caller, check_name
 
@@ -53,7 +53,9 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def prepare_demo(directory: Path, listen: str | None = None) -> Gateway:
+def prepare_demo(
+    directory: Path, listen: str | None = None, pg_listen: str | None = None
+) -> Gateway:
     """Set up (or reuse) the demo in ``directory`` and print its console URL and tokens."""
     directory.mkdir(parents=True, exist_ok=True)
     catalog = directory / CATALOG_FILE
@@ -63,7 +65,7 @@ def prepare_demo(directory: Path, listen: str | None = None) -> Gateway:
     config_path = directory / DEMO_CONFIG
     if not config_path.exists() or _unconfined_demo(config_path):
         config_path.write_text(_CONFIG_TEXT, encoding="utf-8")
-    gateway = Gateway(with_listen(load_config(config_path), listen))
+    gateway = Gateway(with_pg_listen(with_listen(load_config(config_path), listen), pg_listen))
     try:
         tokens = _demo_principals(gateway, catalog)
     except BaseException:
@@ -78,6 +80,12 @@ def prepare_demo(directory: Path, listen: str | None = None) -> Gateway:
     _say(f"  Analyst token:  {tokens[DEMO_ANALYST]}")
     _say(f"  Curator token:  {tokens[DEMO_CURATOR]}")
     _say(f"  API:            {url}/v1/  (OpenAPI document: {url}/v1/openapi.json)")
+    config = gateway.config
+    if config.pg_port is not None:
+        _say(
+            f"  psql:           PGPASSWORD={tokens[DEMO_ANALYST]} psql "
+            f'"host={config.pg_host} port={config.pg_port} user={DEMO_ANALYST} dbname={dataset}"'
+        )
     _say("  " + "─" * 72)
     _say(f"  Open the console and sign in with the analyst token (budget ε = 1 on {dataset!r}).")
     _say("  Pick an example query, press Explain to see its cost, then Run.")

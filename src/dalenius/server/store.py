@@ -27,7 +27,14 @@ from dalenius.ledger.storage import (
     encode_time,
     open_database,
 )
-from dalenius.server.tokens import IssuedToken, new_token, parse_token, verify
+from dalenius.server.tokens import (
+    IssuedToken,
+    new_token,
+    parse_token,
+    scram_salt,
+    scram_verifier,
+    verify,
+)
 
 ANALYST: Final = "analyst"
 CURATOR: Final = "curator"
@@ -153,6 +160,9 @@ def _opening(error: BaseException) -> ConfigurationError:
     )
 
 
+_LIVE_TOKEN = "t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > ?)"
+"""The condition on a token ``t`` that can sign in (its one parameter: now)."""
+
 BUCKETS_TABLE = """CREATE TABLE IF NOT EXISTS dalenius_gateway_buckets (
     client TEXT PRIMARY KEY,
     tokens DOUBLE PRECISION NOT NULL,
@@ -217,6 +227,12 @@ class StateStore:
                 label TEXT NOT NULL,
                 created_at {time} NOT NULL,
                 revoked_at {time}
+            )""",
+            # A token's SCRAM verifier, for the PostgreSQL listener's sign-in (tokens issued
+            # before the listener existed have none: they sign in over TLS only).
+            """CREATE TABLE IF NOT EXISTS dalenius_gateway_scram (
+                token_id TEXT PRIMARY KEY REFERENCES dalenius_gateway_tokens (id),
+                verifier TEXT NOT NULL
             )""",
             f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_datasets (
                 name TEXT PRIMARY KEY,
@@ -370,6 +386,10 @@ class StateStore:
                 "expires_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (issued.token_id, name, issued.hash, label or f"issued by {by}", _now(), expiry),
             )
+            tx.run(
+                "INSERT INTO dalenius_gateway_scram (token_id, verifier) VALUES (?, ?)",
+                (issued.token_id, scram_verifier(issued.token, scram_salt(name))),
+            )
         return issued
 
     def tokens(self, name: str | None = None) -> list[TokenInfo]:
@@ -414,13 +434,24 @@ class StateStore:
             rows = tx.run(
                 "SELECT p.name, p.role, t.hash FROM dalenius_gateway_tokens t "
                 "JOIN dalenius_gateway_principals p ON p.name = t.principal "
-                "WHERE t.id = ? AND t.revoked_at IS NULL "
-                "AND (t.expires_at IS NULL OR t.expires_at > ?)",
+                f"WHERE t.id = ? AND {_LIVE_TOKEN}",
                 (token_id, _now()),
             )
         if not rows:
             return None
         return Caller(name=rows[0][0], role=rows[0][1], token_id=token_id), rows[0][2]
+
+    def scram_verifiers(self, name: str) -> list[tuple[Caller, str]]:
+        """The live tokens of principal ``name`` that have a SCRAM verifier, with it."""
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT p.name, p.role, t.id, s.verifier FROM dalenius_gateway_tokens t "
+                "JOIN dalenius_gateway_principals p ON p.name = t.principal "
+                "JOIN dalenius_gateway_scram s ON s.token_id = t.id "
+                f"WHERE p.name = ? AND {_LIVE_TOKEN} ORDER BY t.created_at",
+                (name, _now()),
+            )
+        return [(Caller(name=r[0], role=r[1], token_id=r[2]), r[3]) for r in rows]
 
     def authenticate(self, token: str) -> Caller | None:
         """The caller a token belongs to, or ``None``; the hash is compared in constant time."""

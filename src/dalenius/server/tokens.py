@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import re
@@ -42,6 +43,46 @@ def new_token() -> IssuedToken:
     token_id = secrets.token_hex(8)
     token = f"{PREFIX}_{token_id}_{secrets.token_urlsafe(32)}"
     return IssuedToken(token_id=token_id, token=token, hash=digest(token))
+
+
+SCRAM_ITERATIONS = 4096
+"""PBKDF2 rounds of a SCRAM verifier: PostgreSQL's default. The token's 256 random bits, not the
+rounds, are what makes guessing it from a stolen verifier hopeless."""
+
+
+def scram_salt(principal: str) -> bytes:
+    """The SCRAM salt of all of a principal's tokens: derived from the name, so that the
+    listener's challenge does not depend on which token a client holds, nor on whether the name
+    exists. A salt defends low-entropy passwords against precomputation; a token has 256 random
+    bits, so a salt known in advance costs nothing.
+
+    Example:
+        >>> len(scram_salt("alice")), scram_salt("alice") == scram_salt("bob")
+        (16, False)
+    """
+    return hashlib.sha256(b"dalenius scram salt\x00" + principal.encode("utf-8")).digest()[:16]
+
+
+def scram_verifier(token: str, salt: bytes) -> str:
+    """The SCRAM-SHA-256 verifier of a token, in PostgreSQL's own stored form.
+
+    ``SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`` (RFC 5802, RFC 7677): it lets
+    the PostgreSQL listener check a client's proof of the token without the token crossing the
+    network, and, like the hash, it cannot be used to sign in.
+
+    Example:
+        >>> scram_verifier("dlt_x", b"0123456789abcdef")[:30]
+        'SCRAM-SHA-256$4096:MDEyMzQ1Njc'
+    """
+    salted = hashlib.pbkdf2_hmac("sha256", token.encode("utf-8"), salt, SCRAM_ITERATIONS)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    stored_key = hashlib.sha256(client_key).digest()
+    server_key = hmac.digest(salted, b"Server Key", "sha256")
+    b64 = base64.b64encode
+    return (
+        f"SCRAM-SHA-256${SCRAM_ITERATIONS}:{b64(salt).decode()}"
+        f"${b64(stored_key).decode()}:{b64(server_key).decode()}"
+    )
 
 
 def digest(token: str) -> str:

@@ -1,0 +1,1 @@
+"""The PostgreSQL protocol listener: psql, JDBC, psycopg and BI tools ask the gateway."""
