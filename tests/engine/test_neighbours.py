@@ -8,6 +8,7 @@ of rows must respect the bound whatever it keeps.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from tests.support.exact import exact_data
 
 from dalenius.core.catalog import load_catalog
+from dalenius.core.loss import ZCDP
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
@@ -56,7 +58,9 @@ DAYS = ["mon", "tue", "wed", "thu", "fri"]
 SHOPS = [f"s{i}" for i in range(6)]
 
 
-def write(folder: Path, people: pd.DataFrame, accounts: pd.DataFrame) -> Session:
+def write(
+    folder: Path, people: pd.DataFrame, accounts: pd.DataFrame, *, zcdp: bool = False
+) -> Session:
     folder.mkdir()
     people.to_csv(folder / "people.csv", index=False)
     accounts.to_csv(folder / "accounts.csv", index=False)
@@ -66,11 +70,13 @@ def write(folder: Path, people: pd.DataFrame, accounts: pd.DataFrame) -> Session
     )
     (folder / "cat.toml").write_text(CATALOG.format())
     catalog = load_catalog(folder / "cat.toml")
-    return Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    ledger = open_ledger(None)
+    if zcdp:  # a dataset accounted in zCDP: SQL aggregates may get Gaussian noise
+        ledger.set_budget("analyst", "neighbours", ZCDP(Fraction(100)))
+    return Session(catalog, ledger=ledger, executor=DuckDBExecutor(catalog))
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Session, Session]:
+def _pair(base: Path, zcdp: bool) -> tuple[Session, Session]:
     rng = np.random.Generator(np.random.PCG64(11))  # test data only, not noise
     n = 300
     people = pd.DataFrame(
@@ -93,10 +99,21 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Session, Session]:
     )
     accounts = pd.DataFrame({"pid": np.arange(2, n + 2), "balance": rng.integers(-80, 80, n)})
     heavy_acc = pd.DataFrame({"pid": [1] * 9, "balance": [10**6] * 9})
-    base = tmp_path_factory.mktemp("neighbours")
-    with_unit = write(base / "with", pd.concat([people, heavy]), pd.concat([accounts, heavy_acc]))
-    without = write(base / "without", people, accounts)
+    with_unit = write(
+        base / "with", pd.concat([people, heavy]), pd.concat([accounts, heavy_acc]), zcdp=zcdp
+    )
+    without = write(base / "without", people, accounts, zcdp=zcdp)
     return with_unit, without
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Session, Session]:
+    return _pair(tmp_path_factory.mktemp("neighbours"), zcdp=False)
+
+
+@pytest.fixture(scope="module")
+def zcdp_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Session, Session]:
+    return _pair(tmp_path_factory.mktemp("neighbours-zcdp"), zcdp=True)
 
 
 QUERIES = [
@@ -191,3 +208,30 @@ def test_removing_one_unit_respects_the_charged_sensitivity(
             new = set(a.groups) - set(b.groups)
             sel = a.scalars[plan.selection.measurement]
             assert len(new) <= 2 and all(sel[ia[g]] <= 3 for g in new)
+
+
+GAUSSIAN = ["count", "avg", "var", "join-public", "join-private-on-unit", "per-unit"]
+
+
+@pytest.mark.parametrize("name", GAUSSIAN)
+def test_removing_one_unit_moves_a_gaussian_measurement_by_at_most_its_l2_sensitivity(
+    zcdp_pair: tuple[Session, Session], name: str
+) -> None:
+    """On a zCDP dataset the measurements get discrete Gaussian noise calibrated to
+    ``sensitivity_units`` as an L2 sensitivity: the L2 distance of neighbours stays within it."""
+    sql = next(q for n, q, _ in QUERIES if n == name)
+    with_unit, without = zcdp_pair
+    for salt in (1, 2**40 + 7, 2**61 - 1):
+        plan, a = exact_data(with_unit, sql, 1, None, salt=salt)
+        _, b = exact_data(without, sql, 1, None, salt=salt)
+        assert any(m.gaussian for m in plan.measurements), name
+        groups = sorted(set(a.groups) | set(b.groups), key=repr)
+        ia = {g: i for i, g in enumerate(a.groups)}
+        ib = {g: i for i, g in enumerate(b.groups)}
+        for m in plan.measurements:
+            if not m.gaussian:
+                continue
+            va = [int(a.scalars[m.name][ia[g]]) if g in ia else 0 for g in groups]
+            vb = [int(b.scalars[m.name][ib[g]]) if g in ib else 0 for g in groups]
+            l2_squared = sum((x - y) ** 2 for x, y in zip(va, vb, strict=True))
+            assert l2_squared <= m.sensitivity_units**2, (name, m.describe(), l2_squared)

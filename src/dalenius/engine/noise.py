@@ -38,8 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dalenius.core.catalog import Key
-from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.core.loss import ZCDP, ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import (
     SelectionCalibration,
@@ -48,8 +49,8 @@ from dalenius.mechanisms.partition_selection import (
 )
 from dalenius.mechanisms.weighted_selection import WeightedCalibration, select_weighted
 from dalenius.plan.nodes import VECTOR_KINDS, DPQuery, Measurement, Statistic
-from dalenius.plan.noise import mechanism_for
-from dalenius.plan.protocol import LossDefect
+from dalenius.plan.noise import NoiseMechanism, mechanism_for
+from dalenius.plan.protocol import LossDefect, rho_of, scaled_rho
 from dalenius.plan.selection import weighted_calibration
 
 GroupKeyTuple = tuple[Key | None, ...]
@@ -91,13 +92,14 @@ class Mechanisms:
     """The mechanisms one release uses.
 
     Attributes:
-        laplace: per noisy measurement name, its discrete Laplace mechanism (``None`` for a
+        laplace: per noisy measurement name, its discrete Laplace mechanism — or discrete
+            Gaussian, for a measurement the planner gave a share of ρ — (``None`` for a
             measurement of sensitivity zero, which is data-independent and released as is).
         selections: per statistic index, the permute-and-flip selection of a quantile's bin.
         weighted: the weighted Gaussian partition selection, when the plan uses one.
     """
 
-    laplace: Mapping[str, IntegerLaplace | None]
+    laplace: Mapping[str, NoiseMechanism | None]
     selections: Mapping[int, PermuteAndFlip]
     weighted: WeightedCalibration | None = None
 
@@ -152,14 +154,21 @@ def _scaled(epsilon: Fraction, required: int, calibrated: Fraction, what: str) -
     return epsilon * required / calibrated
 
 
-def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP:
+def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP | ZCDP:
     """The query's loss composed bottom-up from ``mechanisms`` and the partition selection.
+
+    Laplace-type parts add up in ε; discrete Gaussian parts in ρ, each scaled by the square of
+    the ratio of the sensitivity one unit has to the one the mechanism was calibrated for (an L1
+    sensitivity bounds the L2 one). A plan with Gaussian parts is charged in zCDP: its pure part,
+    if any, joins as ρ = ε²/2.
 
     Raises:
         LossDefect: a measurement has no mechanism although one unit can change it, or the
             partition selection's threshold is below what its δ needs.
     """
     epsilon = Fraction(0)
+    rho = Fraction(0)
+    gaussian = False
     for m in plan.measurements:
         if m.kind == "histogram":
             continue
@@ -172,6 +181,9 @@ def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP:
         required = required_sensitivity(plan, m)
         if mech is None:
             epsilon += _scaled(Fraction(0), required, Fraction(0), f"the measurement {m.name}")
+        elif isinstance(mech, IntegerGaussian):
+            gaussian = True
+            rho += scaled_rho(rho_of(mech.loss), mech.sensitivity, required)
         else:
             epsilon += _scaled(mech.epsilon, required, mech.sensitivity, m.name)
     for i, stat in enumerate(plan.statistics):
@@ -182,6 +194,10 @@ def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP:
         selection = mechanisms.selections[i]
         required = required_sensitivity(plan, plan.measurement(stat.inputs[0]))
         epsilon += _scaled(selection.epsilon, required, selection.sensitivity, f"quantile {i}")
+    if gaussian:
+        if plan.selection is not None:
+            raise LossDefect("a plan with Gaussian noise has a private group selection")
+        return ZCDP(rho + epsilon * epsilon / 2)
     if plan.selection is None:
         return PureDP(epsilon)
     if plan.measurement(plan.selection.measurement).kind != "degrees":
@@ -228,7 +244,7 @@ def _check_threshold(plan: DPQuery, mechanisms: Mechanisms) -> None:
     m = plan.measurement(selection.measurement)
     mech = mechanisms.laplace.get(m.name)
     required = required_sensitivity(plan, m)
-    if mech is None or mech.sensitivity < required:
+    if not isinstance(mech, IntegerLaplace) or mech.sensitivity < required:
         raise LossDefect(
             f"the partition selection's count {m.name} is calibrated to a sensitivity below "
             f"{required}"
@@ -284,7 +300,7 @@ def add_noise(plan: DPQuery, exact: Exact, mechanisms: Mechanisms | None = None)
         mech = mechs.laplace[m.name]
         exact_m = exact.scalars[m.name]
         if sel is not None and m.name == sel.measurement:
-            assert mech is not None, "a selection count always has noise"
+            assert isinstance(mech, IntegerLaplace), "a selection count has Laplace noise"
             calibration = SelectionCalibration(sel.threshold - 1, sel.mix, sel.delta)
             released, mask = select_groups(exact_m, mech.scale, calibration)
             keep = [int(i) for i in np.flatnonzero(mask)]

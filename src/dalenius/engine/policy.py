@@ -95,6 +95,18 @@ class Policy:
                 fix=f"spend at least epsilon = {float(self.min_epsilon):g} (the custodian sets "
                 "the floor).",
             )
+        rho = getattr(loss, "rho", None)
+        if isinstance(rho, Fraction) and rho < self.min_epsilon**2 / 2:
+            # A zCDP release meets the floor when it spends at least what ε costs: ρ = ε²/2.
+            raise PolicyRefusal(
+                f"rho {float(rho):g} is below this dataset's floor of "
+                f"{float(self.min_epsilon**2 / 2):g} per release (epsilon "
+                f"{float(self.min_epsilon):g}, which costs rho = epsilon²/2).",
+                why="the noise at a smaller loss swamps any answer, and some mechanisms' "
+                "work grows with 1/epsilon.",
+                fix=f"spend at least epsilon = {float(self.min_epsilon):g} (the custodian sets "
+                "the floor).",
+            )
         for part in ("epsilon", "delta", "rho"):
             value = getattr(loss, part, None)
             if isinstance(value, Fraction) and value > self.largest:

@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -155,6 +156,10 @@ class Receipt:
     shared: bool = False
 
 
+_DEFINITIONS: weakref.WeakKeyDictionary[Ledger, dict[str, bool]] = weakref.WeakKeyDictionary()
+"""Per ledger, which datasets it accounts in zCDP (see :meth:`Session._zcdp`)."""
+
+
 class Session:
     """An analyst's connection to one catalog under a budget kept in a ledger.
 
@@ -186,6 +191,19 @@ class Session:
     def dataset(self) -> str:
         """The dataset name budgets are kept under (the catalog's name)."""
         return self.catalog.name
+
+    def _zcdp(self) -> bool:
+        """Whether the ledger accounts this dataset in ρ-zCDP (then SQL aggregates may use the
+        discrete Gaussian). A dataset's definition never changes once recorded, so the answer is
+        remembered per ledger; an unrecorded dataset is accounted in pure ε when first charged.
+        """
+        known = _DEFINITIONS.setdefault(self.ledger, {})
+        if self.dataset not in known:
+            info = next((d for d in self.ledger.datasets() if d.name == self.dataset), None)
+            if info is None:
+                return False
+            known[self.dataset] = info.definition == "zcdp"
+        return known[self.dataset]
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -905,13 +923,14 @@ class Session:
             )
         # Plans are cached (engine/plans.py), except where they hold what was read from a public
         # table, and the exact SQL too, except where it holds a fresh hash key.
-        key = ("plan", sql, eps, dlt)
+        zcdp = self._zcdp()
+        key = ("plan", sql, eps, dlt, "zcdp") if zcdp else ("plan", sql, eps, dlt)
         try:
             query, measured = self._measure_joins(resolved)
             plan = (
-                to_dp(query, eps, dlt)
+                to_dp(query, eps, dlt, zcdp=zcdp)
                 if measured
-                else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt))
+                else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt, zcdp=zcdp))
             )
         except QueryError as exc:  # a refusal while planning: point at its clause
             raise located(exc, sql) from None

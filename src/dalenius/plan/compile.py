@@ -31,8 +31,9 @@ from dataclasses import replace
 from fractions import Fraction
 
 from dalenius.core.errors import InternalError, InvalidLossError, PrivacyRefusal
-from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.core.loss import ZCDP, ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
+from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import truncated_selection
 from dalenius.plan.cost import split_equally
@@ -50,7 +51,7 @@ from dalenius.plan.nodes import (
     Selection,
     Statistic,
 )
-from dalenius.plan.noise import mechanism_for
+from dalenius.plan.noise import error_units, mechanism_for
 from dalenius.plan.rewrite import Context, rewrite
 from dalenius.plan.selection import prefer_weighted, weighted_calibration
 from dalenius.plan.sensitivity import grid_problem, sum_grid, sum_sq_grid
@@ -112,6 +113,8 @@ def to_dp(
     epsilon: Fraction,
     delta: Fraction | None = None,
     shares: Mapping[str, Fraction] | None = None,
+    *,
+    zcdp: bool = False,
 ) -> DPQuery:
     """Turn a validated logical query into measurements, statistics and an ε split.
 
@@ -125,6 +128,9 @@ def to_dp(
         shares: an explicit split (accuracy first, :mod:`dalenius.plan.accuracy`): the ε of each
             noisy measurement and quantile selection by name (``m0``…, ``q0``…), adding up to
             ``epsilon`` exactly. Without it ε is split equally.
+        zcdp: the dataset is accounted in ρ-zCDP, where ε costs ρ = ε²/2: the measurements may
+            then be released with discrete Gaussian noise at that ρ instead, when its expected
+            errors are smaller (:func:`gaussian_variant`).
 
     Raises:
         PrivacyRefusal: when groups without public keys need a δ and none was given.
@@ -144,7 +150,78 @@ def to_dp(
             fix="pass delta (for example 1e-6), or group by columns with public keys.",
         )
     measured = rewrite(_Needs(query).measured(select=bool(private)), Context())
-    return _priced(measured, epsilon, delta, shares)
+    plan = _priced(measured, epsilon, delta, shares)
+    if zcdp and shares is None:
+        gaussian = gaussian_variant(plan, epsilon)
+        if gaussian is not None and _smaller_errors(gaussian, plan):
+            return gaussian
+    return plan
+
+
+GAUSSIAN_COMPARED_AT = 0.95
+"""The confidence at which the Laplace and Gaussian plans' error bars are compared."""
+
+
+def gaussian_variant(plan: DPQuery, epsilon: Fraction) -> DPQuery | None:
+    """The plan with its noisy measurements released by the discrete Gaussian where it can be,
+    at the ρ its Laplace form is charged on a zCDP dataset (``ρ = ε²/2``); ``None`` when the plan
+    has parts the Gaussian does not replace (a private group selection, a quantile's selection,
+    a histogram) or no measurement can take it.
+
+    A measurement whose Gaussian would round to a coarse grid (σ above the exact sampler's range
+    releases one answer per call, and a GROUP BY releases many) keeps its Laplace noise and its
+    ε share; the others split what is left, ``ρ = (ε² − ε_L²)/2`` for the Laplace part's total
+    ``ε_L``, equally. The loss is ``ZCDP(ε²/2)``: the Gaussian shares plus the Laplace part as
+    ``ε_L²/2``; each Gaussian is calibrated to the measurement's sensitivity over all groups,
+    which bounds its L2 sensitivity (``docs/mechanisms/gaussian_sql.md``).
+    """
+    if plan.selection is not None or any(s.kind == "quantile" for s in plan.statistics):
+        return None
+    if any(m.kind in VECTOR_KINDS for m in plan.measurements):
+        return None
+    noisy = [m.name for m in plan.measurements if m.sensitivity_units > 0]
+    laplace: set[str] = set()
+    while len(laplace) < len(noisy):
+        laplace_epsilon = sum(
+            (m.epsilon for m in plan.measurements if m.name in laplace), Fraction(0)
+        )
+        share = (epsilon * epsilon - laplace_epsilon * laplace_epsilon) / 2
+        share /= len(noisy) - len(laplace)
+        measurements = tuple(
+            replace(m, epsilon=Fraction(0), rho=share)
+            if m.name in noisy and m.name not in laplace
+            else m
+            for m in plan.measurements
+        )
+        coarse = {
+            m.name
+            for m in measurements
+            if m.gaussian
+            and isinstance(mechanism := mechanism_for(m), IntegerGaussian)
+            and mechanism.granularity != 1
+        }
+        if not coarse:
+            return replace(plan, measurements=measurements, loss=ZCDP(epsilon * epsilon / 2))
+        laplace |= coarse
+    return None
+
+
+def _smaller_errors(gaussian: DPQuery, laplace: DPQuery) -> bool:
+    """Whether the Gaussian plan's error bars are smaller, summed as squares relative to each
+    measurement's sensitivity (so no measurement's units dominate).
+    """
+
+    def total(plan: DPQuery) -> Fraction:
+        return sum(
+            (
+                Fraction(error_units(m, GAUSSIAN_COMPARED_AT), m.sensitivity_units) ** 2
+                for m in plan.measurements
+                if m.sensitivity_units > 0
+            ),
+            Fraction(0),
+        )
+
+    return total(gaussian) < total(laplace)
 
 
 def _priced(

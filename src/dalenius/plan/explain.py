@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.core.loss import ZCDP, ApproxDP, PureDP
 from dalenius.mechanisms.exponential import PermuteAndFlip
-from dalenius.mechanisms.gaussian import gaussian_error_bar
+from dalenius.mechanisms.gaussian import IntegerGaussian, gaussian_error_bar
 from dalenius.plan.accuracy import Allocation
 from dalenius.plan.expr import AggRef, Expr, KeyRef, render
 from dalenius.plan.hints import combined_notes, query_hints
@@ -48,10 +48,13 @@ class MeasurementCost:
     scale: Fraction
     error: float
     mechanism: str
+    rho: Fraction = Fraction(0)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
+        """JSON-ready form (a Gaussian measurement also gives its share of ρ; its
+        ``noise_scale`` is the Gaussian's σ).
+        """
+        out = {
             "name": self.name,
             "aggregate": self.label,
             "sensitivity": float(self.sensitivity),
@@ -61,6 +64,10 @@ class MeasurementCost:
             "error": self.error,
             "mechanism": self.mechanism,
         }
+        if self.rho:
+            out["rho"] = float(self.rho)
+            out["rho_exact"] = f"{self.rho.numerator}/{self.rho.denominator}"
+        return out
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class Explanation:
     groups: tuple[tuple[str, int | None], ...]
     measurements: tuple[MeasurementCost, ...]
     outputs: tuple[tuple[str, str], ...]
-    loss: PureDP | ApproxDP
+    loss: PureDP | ApproxDP | ZCDP
     confidence: float
     exact_sql: str
     notes: tuple[str, ...] = ()
@@ -119,17 +126,33 @@ class Explanation:
                     "groups are disjoint, so each measurement's ε covers all of them)"
                 )
         lines.append("")
-        lines.append(
-            "Noisy measurements and selections ("
-            + ("ε split to meet the targets" if self.accuracy is not None else "ε split equally")
-            + "; counts and sums get exact discrete Laplace noise):"
-        )
+        gaussian = any(m.rho for m in self.measurements)
+        if gaussian:
+            lines.append(
+                "Noisy measurements (the dataset is accounted in zCDP, where this ε costs "
+                "ρ = ε²/2; exact discrete Gaussian noise where its errors are smaller than "
+                "discrete Laplace noise at the same cost, and the exact sampler's range allows):"
+            )
+        else:
+            lines.append(
+                "Noisy measurements and selections ("
+                + (
+                    "ε split to meet the targets"
+                    if self.accuracy is not None
+                    else "ε split equally"
+                )
+                + "; counts and sums get exact discrete Laplace noise):"
+            )
         width = max([28, *(len(m.label) + 2 for m in self.measurements)])
-        header = f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{'ε':>10}{'scale':>12}{pct + ' error':>14}"
+        share, scale = ("share", "scale/σ") if gaussian else ("ε", "scale")
+        header = f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{share:>12}{scale:>12}{pct + ' error':>14}"
         lines.append(header)
         for m in self.measurements:
+            part = _g(m.epsilon)
+            if gaussian:
+                part = f"ρ {_g(m.rho)}" if m.rho else f"ε {_g(m.epsilon)}"
             lines.append(
-                f"  {m.name:<4}{m.label:<{width}}{_g(m.sensitivity):>12}{_g(m.epsilon):>10}"
+                f"  {m.name:<4}{m.label:<{width}}{_g(m.sensitivity):>12}{part:>12}"
                 f"{_g(m.scale):>12}{'±' + _g(m.error):>14}"
             )
         lines.append("")
@@ -166,10 +189,10 @@ def _accuracy_lines(allocation: Allocation | None, pct: str) -> list[str]:
     return lines
 
 
-def loss_json(loss: PureDP | ApproxDP) -> dict[str, Any]:
+def loss_json(loss: PureDP | ApproxDP | ZCDP) -> dict[str, Any]:
     """A loss as JSON: floats for people, exact fractions for machines."""
     out: dict[str, Any] = {}
-    for name in ("epsilon", "delta"):
+    for name in ("epsilon", "delta", "rho"):
         value = getattr(loss, name, None)
         if value is not None:
             out[name] = float(value)
@@ -231,13 +254,18 @@ def explain(
             costs.append(_weighted_cost(plan, m, names, confidence))
             continue
         mech = mechanism_for(m)
-        scale = mech.scale * m.granularity if mech is not None else Fraction(0)
+        if isinstance(mech, IntegerGaussian):
+            scale = mech.sigma * mech.granularity * m.granularity
+        else:
+            scale = mech.scale * m.granularity if mech is not None else Fraction(0)
         error = error_units(m, confidence) * m.granularity
         label = m.describe(names)
         selects = plan.selection is not None and m.name == plan.selection.measurement
         if selects and plan.selection is not None and not plan.selection.shared:
             label += " [selection]"
         kind = "truncated discrete Laplace" if selects else "discrete Laplace"
+        if m.gaussian:
+            kind = "discrete Gaussian (L2 sensitivity at most the L1 shown)"
         costs.append(
             MeasurementCost(
                 name=m.name,
@@ -247,6 +275,7 @@ def explain(
                 scale=scale,
                 error=float(error),
                 mechanism=kind if mech is not None else "none (sensitivity 0)",
+                rho=m.rho,
             )
         )
     for i, stat in enumerate(plan.statistics):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal, final
 
-from dalenius.core.loss import ApproxDP, PureDP
+from dalenius.core.loss import ZCDP, ApproxDP, PureDP
 from dalenius.plan.derive import GroupKeys
 from dalenius.plan.expr import AggRef, Col, Expr, KeyRef, render
 from dalenius.plan.functions import Bounds
@@ -421,6 +421,9 @@ class Measurement:
         epsilon: this measurement's share of ε (for a histogram: of each selection made from it).
         edges: bin edges of a histogram.
         distinct_unit: counts distinct privacy units (``COUNT(DISTINCT unit)``, and selection).
+        rho: when positive, the measurement is released with discrete Gaussian noise calibrated
+            to this share of ρ (zCDP) instead of Laplace noise at ``epsilon``
+            (``docs/mechanisms/gaussian_sql.md``).
     """
 
     name: str
@@ -435,6 +438,13 @@ class Measurement:
     epsilon: Fraction
     edges: tuple[Fraction, ...] = ()
     distinct_unit: bool = False
+    # Left out of the plan's fingerprint while zero, so Laplace plans keep theirs.
+    rho: Fraction = field(default=Fraction(0), metadata={"omit_if_zero": True})
+
+    @property
+    def gaussian(self) -> bool:
+        """Whether the measurement is released with discrete Gaussian noise."""
+        return self.rho > 0
 
     @property
     def sensitivity(self) -> Fraction:
@@ -554,7 +564,7 @@ class DPQuery:
     measurements: tuple[Measurement, ...]
     statistics: tuple[Statistic, ...]
     selection: Selection | None
-    loss: PureDP | ApproxDP
+    loss: PureDP | ApproxDP | ZCDP
 
     @property
     def group_by(self) -> tuple[GroupKey, ...]:
@@ -603,6 +613,7 @@ def _jsonable(value: Any) -> Any:
             f.name: _jsonable(getattr(value, f.name))
             for f in fields(value)
             if not f.metadata.get("derived")
+            and not (f.metadata.get("omit_if_zero") and getattr(value, f.name) == 0)
         }
         out["@"] = type(value).__name__
         return out
