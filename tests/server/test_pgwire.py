@@ -7,6 +7,7 @@ position) and what the ledger recorded: a private answer charges exactly its ε,
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -280,3 +281,13 @@ def test_keys_keep_their_type_and_an_expression_key_is_text(wire: Wire) -> None:
                 prepare=prepare,
             ).fetchall()
             assert sorted(r[0] for r in binned) == ["older", "young"]
+
+
+def test_a_date_parameter_is_a_date_constant(wire: Wire) -> None:
+    with _connect(wire) as conn:
+        conn.execute("SET dalenius.epsilon = 0.1")
+        rows = conn.execute(
+            "SELECT COUNT(*) AS n FROM people WHERE date_of_birth < %s",
+            (datetime.date(1980, 1, 1),),
+        ).fetchall()
+    assert len(rows) == 1 and rows[0][1] <= rows[0][0] <= rows[0][2]

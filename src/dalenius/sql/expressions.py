@@ -8,6 +8,8 @@ Integer ``/`` truncates toward zero (PostgreSQL semantics), so ``(age / 10) * 10
 
 from __future__ import annotations
 
+import datetime
+
 import difflib
 import math
 from collections.abc import Callable, Mapping
@@ -238,6 +240,19 @@ class Converter:
             converted = sub(node.this)
             if aggregates_read(converted):
                 return self._cast_released(node, converted, clause)
+        if isinstance(node, exp.Cast) and _date_literal(node):
+            # DATE '1994-01-01' is a constant, checked here: no row is ever cast.
+            text = str(node.this.this)
+            try:
+                datetime.date.fromisoformat(text)
+            except ValueError:
+                raise self.error(
+                    f"DATE '{text}' is not a date.",
+                    node,
+                    clause=clause,
+                    fix="write DATE 'YYYY-MM-DD', e.g. DATE '1994-01-01'.",
+                ) from None
+            return Lit(text)
         if isinstance(node, exp.Cast | exp.TryCast):
             raise self.error(
                 "CAST is not supported.",
@@ -416,4 +431,13 @@ def _small_int(expr: Expr) -> bool:
         and isinstance(expr.value, int)
         and not isinstance(expr.value, bool)
         and abs(expr.value) <= MAX_ROUND_DIGITS
+    )
+
+
+def _date_literal(node: exp.Cast) -> bool:
+    """Whether ``node`` is ``DATE 'text'`` (or ``CAST('text' AS DATE)``): a constant."""
+    return (
+        node.to.this == exp.DataType.Type.DATE
+        and isinstance(node.this, exp.Literal)
+        and node.this.is_string
     )
