@@ -9,7 +9,6 @@ Integer ``/`` truncates toward zero (PostgreSQL semantics), so ``(age / 10) * 10
 from __future__ import annotations
 
 import datetime
-
 import difflib
 import math
 from collections.abc import Callable, Mapping

@@ -71,19 +71,22 @@ class _Relations(_Aggregates):
                 fix=f"add FROM with one of: {', '.join(self.catalog.table_names)}.",
             )
         source = self.source(from_.this, ctes)
+        lifted: list[exp.Expr] = []
         for join in tree.args.get("joins") or []:
-            source = self.join(source, join, ctes)
+            source = self.join(source, join, ctes, lifted)
         where = tree.args.get("where")
-        if where is not None:
+        # An inner join's other ON conditions filter the joined rows, as WHERE does.
+        conditions = [*lifted, *([where.this] if where is not None else [])]
+        for condition in conditions:
             converter = self.converter(source)
-            predicate = converter.convert(where.this, "WHERE")
-            if converter.type_of(predicate, node=where.this, clause="WHERE") not in (
+            predicate = converter.convert(condition, "WHERE")
+            if converter.type_of(predicate, node=condition, clause="WHERE") not in (
                 "bool",
                 "null",
             ):
                 raise self.error(
                     "the condition is not true/false.",
-                    where.this,
+                    condition,
                     clause="WHERE",
                     fix="compare it with something, e.g. WHERE age >= 40",
                 )
@@ -181,8 +184,18 @@ class _Relations(_Aggregates):
             spec = UnitSpec("row", None, 1, 1, f"each row of {table.name}")
         return _Source(relation, fields, spec, [table])
 
-    def join(self, left: _Source, join: exp.Join, ctes: dict[str, exp.Select]) -> _Source:
+    def join(
+        self,
+        left: _Source,
+        join: exp.Join,
+        ctes: dict[str, exp.Select],
+        lifted: list[exp.Expr],
+    ) -> _Source:
         """The source ``left`` joined with the table or subquery of ``join`` (refusing unsupported shapes).
+
+        An inner join's ON conditions other than its key equality are appended to ``lifted``:
+        they only filter the joined rows (``R ⋈_{k ∧ c} S = σ_c(R ⋈_k S)``), so the key alone
+        bounds how rows multiply.
 
         Long because it is the allow-list of join shapes: each refusal (join kind, shared
         qualifiers, two private tables not on their unit, the public side's shape) carries its own
@@ -243,7 +256,17 @@ class _Relations(_Aggregates):
         both = _Source(
             left.relation, left.fields + right.fields, left.unit, left.tables + right.tables
         )
-        left_key, right_key = self.join_keys(join, left, right, both)
+        left_key, right_key, extra = self.join_keys(join, left, right, both)
+        if extra and join_kind == "left":
+            raise self.error(
+                "a LEFT JOIN's ON takes one equality here.",
+                join.args.get("on"),
+                clause="JOIN",
+                why="in a LEFT JOIN another ON condition does not drop rows, it only empties their "
+                "match, so it cannot be read as a filter.",
+                fix="use JOIN if the condition filters the joined rows, or move it to WHERE.",
+            )
+        lifted.extend(extra)
         if left.private and right.private:
             assert left.unit is not None and right.unit is not None
             if (
@@ -303,7 +326,11 @@ class _Relations(_Aggregates):
 
     def join_keys(
         self, join: exp.Join, left: _Source, right: _Source, both: _Source
-    ) -> tuple[str, str]:
+    ) -> tuple[str, str, list[exp.Expr]]:
+        """The key columns of the join (one equality between a column of each side) and the ON
+        condition's other conjuncts. With several such equalities, two private tables are
+        joined on their privacy unit's; otherwise on the first.
+        """
         using = join.args.get("using")
         if using:
             if len(using) != 1:
@@ -313,20 +340,40 @@ class _Relations(_Aggregates):
             name = using[0].name
             lf = self.lookup(left.fields, None, name, using[0], "JOIN")
             rf = self.lookup(right.fields, None, name, using[0], "JOIN")
-            return lf.id, rf.id
+            return lf.id, rf.id, []
         on = join.args.get("on")
-        if (
-            not isinstance(on, exp.EQ)
-            or not isinstance(on.this, exp.Column)
-            or not isinstance(on.expression, exp.Column)
-        ):
+        conjuncts: list[exp.Expr] = []
+        if isinstance(on, exp.And):
+            conjuncts = list(on.flatten())
+        elif on is not None:
+            conjuncts = [on]
+        candidates = [
+            c
+            for c in conjuncts
+            if isinstance(c, exp.EQ)
+            and isinstance(c.this, exp.Column)
+            and isinstance(c.expression, exp.Column)
+        ]
+        if not candidates:
             raise self.error(
                 "a join needs one equality between a column of each side.",
                 on if on is not None else join,
                 clause="JOIN",
                 why="other join conditions can match one row with arbitrarily many.",
-                fix="write ON a.key = b.key.",
+                fix="write ON a.key = b.key (other conditions may follow with AND).",
             )
+        chosen = candidates[0]
+        if left.private and right.private and left.unit is not None and right.unit is not None:
+            units = {left.unit.field, right.unit.field}
+            for candidate in candidates:
+                if set(self._key_pair(candidate, left, both)) == units:
+                    chosen = candidate
+                    break
+        lk, rk = self._key_pair(chosen, left, both)
+        return lk, rk, [c for c in conjuncts if c is not chosen]
+
+    def _key_pair(self, on: exp.EQ, left: _Source, both: _Source) -> tuple[str, str]:
+        """The field ids of an equality's two columns, the left side's first (checked)."""
         a = self.lookup(both.fields, on.this.table or None, on.this.name, on.this, "JOIN")
         b = self.lookup(
             both.fields, on.expression.table or None, on.expression.name, on.expression, "JOIN"
