@@ -53,7 +53,6 @@ def refusal(session: dalenius.Session, sql: str, **options: object) -> str:
 # --- CLI messages speak the CLI's language -------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="the CLI's fix reads 'pass epsilon=0.1' (Python spelling)")
 def test_cli_missing_epsilon_fix_names_the_flag(
     census: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -63,7 +62,6 @@ def test_cli_missing_epsilon_fix_names_the_flag(
     assert "--epsilon 0.1" in err and "epsilon=0.1" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="the suggested `dalenius budget set` drops --ledger")
 def test_cli_suggested_budget_command_keeps_the_ledger(
     census: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -77,7 +75,6 @@ def test_cli_suggested_budget_command_keeps_the_ledger(
     assert f"--ledger {ledger}" in command
 
 
-@pytest.mark.xfail(strict=True, reason="the CLI's density fix reads 'pass delta=1e-6'")
 def test_cli_density_missing_delta_fix_names_the_flag(
     census: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -102,7 +99,6 @@ def test_python_names_one_upper_limit_for_epsilon(census: Path) -> None:
     assert _epsilon_limits(refusal(session, SQL, epsilon=1e50)) == {"1000"}
 
 
-@pytest.mark.xfail(strict=True, reason="the CLI says 'from 10^-100 to 10^100' for 1e400")
 def test_cli_names_the_same_upper_limit_for_epsilon(
     census: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,7 +106,6 @@ def test_cli_names_the_same_upper_limit_for_epsilon(
     assert _epsilon_limits(err) == {"1000"}, err
 
 
-@pytest.mark.xfail(strict=True, reason="the gateway says '0, or between 1e-30 and 1e6' for ε")
 def test_http_names_the_same_range_for_epsilon(census: Path) -> None:
     site = build_site(GatewayConfig(), census)
     try:
@@ -129,12 +124,12 @@ def test_http_names_the_same_range_for_epsilon(census: Path) -> None:
 # --- Safe defaults ---------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, reason="connect() without ledger= keeps the budget in memory silently"
-)
 def test_a_budget_kept_in_memory_is_announced(census: Path) -> None:
-    with pytest.warns(UserWarning, match="ledger"):
+    with pytest.warns(dalenius.InMemoryLedgerWarning, match="ledger='ledger.sqlite'"):
         dalenius.connect(str(census), budget=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # asked for in so many words: no warning
+        dalenius.connect(str(census), budget=1, ledger="memory:")
 
 
 # --- Typos get a suggestion, for free ---------------------------------------------------------------
@@ -162,7 +157,6 @@ def test_a_double_quoted_string_gets_a_hint_about_single_quotes(census: Path) ->
 # --- The walk-through's commands can be copied -----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="`dalenius demo` prints commands without --catalog")
 def test_every_command_the_demo_prints_can_be_run_as_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,7 +7,7 @@ Example (after ``dalenius demo`` has written ``dalenius-demo/census.toml``)::
 
     import dalenius
 
-    session = dalenius.connect("dalenius-demo/census.toml", budget=1.0)
+    session = dalenius.connect("dalenius-demo/census.toml", budget=1.0, ledger="ledger.sqlite")
     print(session.explain("SELECT COUNT(*) FROM people", epsilon=0.1))
     print(session.query("SELECT COUNT(*) FROM people", epsilon=0.1))
 """
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     )
     from dalenius.core.loss import ZCDP, ApproxDP, PureDP
     from dalenius.engine.result import Result
-    from dalenius.engine.session import Session, connect
+    from dalenius.engine.session import InMemoryLedgerWarning, Session, connect
     from dalenius.frames import AggregateFrame, PrivateFrame, col, lit, when
     from dalenius.plan.explain import Explanation
 
@@ -50,6 +50,7 @@ _EXPORTS = {
     "EvaluationFailed": "dalenius.core.errors",
     "ExecutionError": "dalenius.core.errors",
     "Explanation": "dalenius.plan.explain",
+    "InMemoryLedgerWarning": "dalenius.engine.session",
     "InvalidLossError": "dalenius.core.errors",
     "PrivacyRefusal": "dalenius.core.errors",
     "PrivateFrame": "dalenius.frames",
@@ -78,6 +79,7 @@ __all__ = [
     "EvaluationFailed",
     "ExecutionError",
     "Explanation",
+    "InMemoryLedgerWarning",
     "InvalidLossError",
     "PrivacyRefusal",
     "PrivateFrame",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -119,6 +120,35 @@ def emit_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
+_PY_ARGUMENT = re.compile(
+    r"(?<![\w.(])(epsilon|delta|rho|budget|confidence|target_error|target_relative)=(?=[\w.+-])"
+)
+_SUGGESTED_BUDGET_SET = re.compile(r"`(dalenius budget set [^`]*)`")
+
+
+def in_cli_words(text: str, args: argparse.Namespace) -> str:
+    """A library message in the command line's words: flags, not Python arguments, and a
+    suggested ``dalenius budget set`` that names the ledger this command used.
+
+    Example:
+        >>> in_cli_words("pass epsilon=0.1 or delta=1e-6.", argparse.Namespace())
+        'pass --epsilon 0.1 or --delta 1e-6.'
+    """
+    text = _PY_ARGUMENT.sub(lambda m: "--" + m.group(1).replace("_", "-") + " ", text)
+    text = text.replace("omit budget= ", "omit --budget ").replace(" when connecting", "")
+    ledger = getattr(args, "ledger", None)
+    if isinstance(ledger, str) and ledger:
+
+        def with_ledger(found: re.Match[str]) -> str:
+            command = found.group(1).rstrip(" .")
+            if "--ledger" in command:
+                return found.group(0)
+            return f"`{command} --ledger {ledger}`"
+
+        text = _SUGGESTED_BUDGET_SET.sub(with_ledger, text)
+    return text
+
+
 def run_guarded(handler: Handler, args: argparse.Namespace) -> int:
     """Run a command, turning Dalenius errors into readable messages and exit codes."""
     try:
@@ -132,9 +162,12 @@ def run_guarded(handler: Handler, args: argparse.Namespace) -> int:
         return EXIT_FAILED
     except UserError as exc:
         if getattr(args, "json", False):
-            emit_json({"error": exc.to_dict()})
+            detail = exc.to_dict()
+            if detail.get("fix"):
+                detail["fix"] = in_cli_words(str(detail["fix"]), args)
+            emit_json({"error": detail})
         else:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {in_cli_words(str(exc), args)}", file=sys.stderr)
         return EXIT_USER
     except DaleniusError as exc:
         if getattr(args, "json", False):

@@ -51,9 +51,19 @@ def _step(n: int, title: str) -> None:
     print(f"── {n}. {title} " + "─" * max(0, 66 - len(title)))
 
 
+def _command(session: Session, verb: str, flags: str, sql: str) -> str:
+    """The command that does what the walk-through does next, as it can be run from here."""
+    catalog = session.catalog.path
+    where = f"--catalog {catalog}" if catalog is not None else ""
+    if verb == "query" and catalog is not None:
+        ledger = catalog.parent / "ledger.sqlite"
+        where += f" --ledger {ledger} --analyst {DEMO_ANALYST}"
+    return f'dalenius {verb} {where} {flags} "{sql}"'
+
+
 def _ask(session: Session, sql: str, epsilon: str, delta: str | None = None) -> None:
     flags = f"--epsilon {epsilon}" + (f" --delta {delta}" if delta else "")
-    print(f'\n  dalenius query {flags} "{sql}"\n')
+    print(f"\n  {_command(session, 'query', flags, sql)}\n")
     result = session.query(sql, epsilon=epsilon, delta=delta)
     print(textwrap.indent(str(result), "  "))
 
@@ -103,7 +113,7 @@ def _census_and_budget(directory: Path, people: int) -> tuple[Path, Path]:
 def _first_answers(session: Session, sql: str) -> None:
     """Steps 3 to 6: explain, a count, groups and averages, medians."""
     _step(3, "Explain before you spend")
-    print(f'\n  dalenius explain --epsilon 0.1 "{sql}"\n')
+    print(f"\n  {_command(session, 'explain', '--epsilon 0.1', sql)}\n")
     print(textwrap.indent(str(session.explain(sql, epsilon="0.1")), "  "))
 
     _step(4, "A private count")
@@ -171,7 +181,7 @@ def _limits(session: Session, sql: str) -> None:
 
     _step(9, "When the budget runs out")
     big = "SELECT sex, AVG(hours_per_week) FROM people GROUP BY sex"
-    print(f'\n  dalenius query --epsilon 1 "{big}"\n')
+    print(f"\n  {_command(session, 'query', '--epsilon 1', big)}\n")
     try:
         session.query(big, epsilon="1")
         print("  (answered)")

@@ -35,6 +35,28 @@ is far inside, and reading ``1e999999999`` exactly would take unbounded time and
 _RATIO = re.compile(r"\s*([+-]?\d{1,50})\s*/\s*(\d{1,50})\s*")
 
 
+MAX_QUERY_EPSILON = Fraction(1000)
+"""Largest ε one release may spend: past it the guarantee means nothing, and exact tail bounds
+of the noise (``exp(-ε·k)`` as exact rationals) would take time growing with ε. The one limit
+Python, the CLI, HTTP and the PostgreSQL listener state, in :func:`epsilon_too_large`'s words."""
+
+
+def epsilon_too_large(shown: object) -> InvalidLossError:
+    """The refusal of an ε above :data:`MAX_QUERY_EPSILON`, worded the same on every front end.
+
+    Example:
+        >>> print(epsilon_too_large("1e400"))
+        epsilon = 1e400 is above the largest accepted, 1000.
+        Why: at such an epsilon the noise is negligible and the privacy guarantee meaningless.
+        Fix: use epsilon <= 1000; typical values are 0.1 to 10.
+    """
+    return InvalidLossError(
+        f"epsilon = {_short(shown)} is above the largest accepted, {MAX_QUERY_EPSILON}.",
+        why="at such an epsilon the noise is negligible and the privacy guarantee meaningless.",
+        fix=f"use epsilon <= {MAX_QUERY_EPSILON}; typical values are 0.1 to 10.",
+    )
+
+
 def read_number(text: str, name: str) -> Fraction:
     """Read a typed decimal (or ``n/d``) exactly, in time bounded by its length.
 
@@ -77,6 +99,8 @@ def _checked(number: Decimal, name: str, shown: object) -> Fraction:
             fix=f"round {name} to fewer digits, e.g. {float(number):.6g}.",
         )
     if not -MAX_EXPONENT <= number.adjusted() < MAX_EXPONENT:
+        if name == "epsilon" and number.adjusted() > 0:
+            raise epsilon_too_large(shown)
         size = "too large" if number.adjusted() > 0 else "too small"
         raise InvalidLossError(
             f"{name} = {_short(shown)} is {size}: numbers are accepted from "

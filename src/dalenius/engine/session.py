@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -154,6 +155,10 @@ class Receipt:
     cached: bool
     entry_id: str
     shared: bool = False
+
+
+class InMemoryLedgerWarning(UserWarning):
+    """:func:`connect` was given no ledger: budgets live in memory and end with the program."""
 
 
 _DEFINITIONS: weakref.WeakKeyDictionary[Ledger, dict[str, bool]] = weakref.WeakKeyDictionary()
@@ -1100,7 +1105,8 @@ def connect(
             ``ApproxDP(1, 1e-5)`` (needed for GROUP BY keys without public lists, which spend δ).
             Required with a new ledger; with a ledger that already holds a budget for this
             analyst it must be omitted or equal.
-        ledger: where budgets and releases are recorded: ``None`` (in memory, forgotten on exit),
+        ledger: where budgets and releases are recorded: ``None`` (in memory, forgotten on exit,
+            with an :class:`InMemoryLedgerWarning`; ``"memory:"`` asks for that without one),
             a SQLite file path, a ``postgresql://`` URL, or a :class:`Ledger`.
         analyst: whose budget is spent.
         confidence: default confidence of the error bars (0.95).
@@ -1123,6 +1129,15 @@ def connect(
         cat = Catalog.from_dict(catalog)
     else:
         cat = load_catalog(catalog)
+    if ledger is None:
+        warnings.warn(
+            InMemoryLedgerWarning(
+                "the budget is kept in memory: it is forgotten when this program ends, and a new "
+                "connect() starts afresh. Pass ledger='ledger.sqlite' to keep budgets and "
+                "answers, or ledger='memory:' to keep them in memory without this warning."
+            ),
+            stacklevel=2,
+        )
     book = ledger if isinstance(ledger, Ledger) else open_ledger(ledger)
     existing = book.get_budget(analyst, cat.name)
     if budget is not None:

@@ -31,7 +31,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from dalenius.core.errors import InternalError, InvalidLossError, PrivacyRefusal
-from dalenius.core.loss import ZCDP, ApproxDP, PureDP
+from dalenius.core.loss import MAX_QUERY_EPSILON, ZCDP, ApproxDP, PureDP, epsilon_too_large
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
@@ -85,9 +85,8 @@ def _bounded(query: Query) -> Query:
     return query
 
 
-MAX_EPSILON = Fraction(1000)
-"""Largest ε a query may spend: past it the guarantee means nothing, and exact tail bounds of the
-noise (``exp(-ε·k)`` as exact rationals) would take time growing with ε."""
+MAX_EPSILON = MAX_QUERY_EPSILON
+"""Largest ε a query may spend (:data:`dalenius.core.loss.MAX_QUERY_EPSILON`)."""
 
 MIN_DELTA = Fraction(1, 10**60)
 """Smallest positive δ a query may use (thresholds grow with log(1/δ))."""
@@ -96,11 +95,7 @@ MIN_DELTA = Fraction(1, 10**60)
 def check_loss(epsilon: Fraction, delta: Fraction | None) -> None:
     """Refuse an ε or δ outside what can be planned in bounded time, naming the parameter."""
     if epsilon > MAX_EPSILON:
-        raise InvalidLossError(
-            f"epsilon = {float(epsilon):g} is above the largest accepted, {MAX_EPSILON}.",
-            why="at such an epsilon the noise is negligible and the privacy guarantee meaningless.",
-            fix="use epsilon <= 1000; typical values are 0.1 to 10.",
-        )
+        raise epsilon_too_large(f"{float(epsilon):g}")
     if delta and delta < MIN_DELTA:
         raise InvalidLossError(
             f"delta = {float(delta):g} is below the smallest accepted, 1e-60.",

@@ -83,7 +83,7 @@ class LossSpec:
         """
         given = {k for k in ("epsilon", "delta", "rho") if getattr(self, k) is not None}
         for part in given:
-            checked_number(part, getattr(self, part))
+            checked_number(part, getattr(self, part), per_release=False)
         if given == {"epsilon"}:
             return PureDP(as_fraction(self.epsilon, "epsilon", allow_zero=True))
         if given == {"epsilon", "delta"}:

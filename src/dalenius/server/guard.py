@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Final
 
 from dalenius.core.errors import InvalidLossError, QueryError, SourceSpan
+from dalenius.core.loss import MAX_QUERY_EPSILON, epsilon_too_large
 
 MAX_DEPTH: Final = 32
 """The deepest nesting of parentheses, ``NOT``, ``CASE`` and ``SELECT`` a query may have."""
@@ -72,8 +73,12 @@ class ShapeRefusal(QueryError):
     """SQL the gateway refuses for its nesting or length, before it is parsed."""
 
 
-def checked_number(name: str, value: object) -> object:
+def checked_number(name: str, value: object, *, per_release: bool = True) -> object:
     """:func:`bounded_number` for the parameter ``name``, or ``None`` passed through.
+
+    A release's ``epsilon`` above the library's one limit gets the library's refusal, worded as
+    in Python and the CLI (:func:`~dalenius.core.loss.epsilon_too_large`); a budget
+    (``per_release`` false) may total more.
 
     Raises:
         InvalidLossError: naming the parameter, the accepted forms and the range.
@@ -81,6 +86,8 @@ def checked_number(name: str, value: object) -> object:
     if value is None:
         return None
     try:
+        if per_release and name == "epsilon" and exact_number(value) > MAX_QUERY_EPSILON:
+            raise epsilon_too_large(_shown(value))
         return bounded_number(value)
     except NumberError as error:
         raise NumberRefusal(
