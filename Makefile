@@ -38,10 +38,13 @@ $(STAMP_SERVER): pyproject.toml | $(BIN)/python
 
 ## demo: set up the environment and start the gateway and web console on the synthetic census
 ## (the guided walk-through in the terminal is `.venv/bin/dalenius demo`)
+# `make demo PORT=8080 PG_PORT=6543`: other ports (without PORT the demo takes 8000, or the next
+# free one).
+PORT ?=
 PG_PORT ?= 5433
 
 demo: $(STAMP_SERVER)
-	$(BIN)/dalenius serve --demo dalenius-demo --pg-port $(PG_PORT)
+	$(BIN)/dalenius serve --demo dalenius-demo $(if $(PORT),--port $(PORT)) --pg-port $(PG_PORT)
 
 ## test: set up the environment with the dev extras, the test oracles (and the browser the console
 ## test drives) and run everything CI runs; oracle tests fail here, rather than skip, without them

@@ -115,9 +115,11 @@ def main() -> None:
 
     rows: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
         (
-            "GridLaplace.release (Δ=1, ε=1; float-safe)",
+            "GridLaplace.release_each (Δ=1, ε=1; float-safe)",
             lambda: GridLaplace(1, Fraction(1)),
-            lambda: grid_laplace.release(zeros),
+            # N one-value releases, each its own loss: a release of N values at once is
+            # calibrated for N answers (answers=N), a different mechanism.
+            lambda: grid_laplace.release_each(zeros),
         ),
         (
             "IntegerLaplace.release (Δ=1, ε=1/10)",
@@ -130,9 +132,9 @@ def main() -> None:
             lambda: discrete_laplace(Fraction(10**6), N),
         ),
         (
-            "GridGaussian.release (Δ=1, ρ=1/2)",
+            "GridGaussian.release_each (Δ=1, ρ=1/2)",
             lambda: GridGaussian(1, ZCDP(Fraction(1, 2))),
-            lambda: grid_gauss.release(zeros),
+            lambda: grid_gauss.release_each(zeros),
         ),
         (
             "IntegerGaussian.release (Δ=1, ρ=1/200)",

@@ -139,6 +139,10 @@ def _table_loads(command: str) -> contextlib.AbstractContextManager[object]:
     return table_loads()
 
 
+EXIT_INTERRUPTED = 130
+"""The shell's code for a program ended by Ctrl-C (128 + SIGINT)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dalenius`` script."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -153,6 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _table_loads(args.command):
             code: int = run_guarded(args.func, args)
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted (Ctrl-C). A release that had begun reading the data was charged and "
+            "recorded as failed, whatever the data (see `dalenius ledger`); one interrupted "
+            "before that spent nothing.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``dalenius explain ... | head``): not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -12,12 +12,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dalenius.cli.common import emit_json
 from dalenius.engine.display import percent, spent_text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     from dalenius.engine.result import Result
 
 FORMATS = ("table", "json", "csv")
@@ -33,43 +37,34 @@ def print_result(result: Result, fmt: str) -> None:
         print_table(result)
 
 
-def print_table(result: Result) -> None:
-    """The answer as a rich table: value, then the interval dimmed; then what was spent."""
-    from rich import box
+def print_table(result: Result, console: Console | None = None) -> None:
+    """The answer as a rich table: value, then the interval dimmed; then what was spent.
+
+    On a terminal too narrow for it, the table is never cut (rich would end a released number
+    with "…"): each interval goes under its value instead, and if that is still too wide each
+    group is printed as a record, one output per line.
+    """
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
-    from dalenius.engine.result import format_cell
-
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    console = console or Console(highlight=False)
     ranks = result.rank_errors or (None,) * len(result.columns)
     spread = [
         kind != "key" and (rank is not None or any(low[i] is not None for low in result.lows))
         for i, (kind, rank) in enumerate(zip(result.kinds, ranks, strict=True))
     ]
-    for name, kind, wide in zip(result.columns, result.kinds, spread, strict=True):
-        table.add_column(name, justify="left" if kind == "key" else "right", no_wrap=True)
-        if wide:  # the interval in its own column, so that the values line up
-            table.add_column("", justify="left", no_wrap=True, style="dim")
-    for values, lows, highs in zip(result.rows, result.lows, result.highs, strict=True):
-        cells = []
-        for value, low, high, rank, wide in zip(values, lows, highs, ranks, spread, strict=True):
-            cells.append(format_cell(value))
-            if not wide:
-                continue
-            if rank is not None:
-                cells.append(f"(rank ±{rank:,})")
-            elif low is not None:
-                cells.append(f"[{format_cell(low)}, {format_cell(high)}]")
-            else:
-                cells.append("")
-        table.add_row(*cells)
-    console = Console(highlight=False)
+    cells = [_cells(values, lows, highs, ranks) for values, lows, highs in _rows(result)]
+    table = _table(result, spread, cells, stacked=False)
     if not console.is_terminal:
         unbounded = console.options.update_width(10_000)
         console.width = max(80, console.measure(table, options=unbounded).maximum)
-    console.print(table)
+        console.print(table)
+    elif _fits(console, table):
+        console.print(table)
+    elif _fits(console, stacked := _table(result, spread, cells, stacked=True)):
+        console.print(stacked)
+    else:
+        _print_records(console, result, cells)
     console.print()
     pct = percent(result.confidence)
     if not result.rows:
@@ -90,6 +85,81 @@ def print_table(result: Result) -> None:
     line.append("    remaining: ", style="bold")
     line.append(str(result.remaining), style="")
     console.print(line)
+
+
+Cell = tuple[str, str | None]
+"""A released value as text, and its interval's text (``None``: it has none)."""
+
+
+def _rows(result: Result) -> Iterator[tuple[Any, Any, Any]]:
+    return iter(zip(result.rows, result.lows, result.highs, strict=True))
+
+
+def _cells(values: Any, lows: Any, highs: Any, ranks: Any) -> list[Cell]:
+    from dalenius.engine.result import format_cell
+
+    out: list[Cell] = []
+    for value, low, high, rank in zip(values, lows, highs, ranks, strict=True):
+        if rank is not None:
+            interval: str | None = f"(rank ±{rank:,})"
+        elif low is not None:
+            interval = f"[{format_cell(low)}, {format_cell(high)}]"
+        else:
+            interval = None
+        out.append((format_cell(value), interval))
+    return out
+
+
+def _table(result: Result, spread: list[bool], cells: list[list[Cell]], *, stacked: bool) -> Table:
+    """The answer's table: each interval in a column of its own, or (``stacked``) under its
+    value in the value's cell.
+    """
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    for name, kind, wide in zip(result.columns, result.kinds, spread, strict=True):
+        table.add_column(name, justify="left" if kind == "key" else "right", no_wrap=True)
+        if wide and not stacked:  # the interval in its own column, so that the values line up
+            table.add_column("", justify="left", no_wrap=True, style="dim")
+    for row in cells:
+        shown: list[Text | str] = []
+        for (value, interval), wide in zip(row, spread, strict=True):
+            if stacked:
+                text = Text(value)
+                if interval is not None:
+                    text.append("\n" + interval, style="dim")
+                shown.append(text)
+                continue
+            shown.append(value)
+            if wide:
+                shown.append(interval or "")
+        table.add_row(*shown)
+    return table
+
+
+def _fits(console: Console, table: Table) -> bool:
+    unbounded = console.options.update_width(10_000)
+    return console.measure(table, options=unbounded).maximum <= console.width
+
+
+def _print_records(console: Console, result: Result, cells: list[list[Cell]]) -> None:
+    """One record per group, one output per line: nothing is cut at any width (a long key
+    wraps; a number is never split).
+    """
+    from rich.text import Text
+
+    for index, row in enumerate(cells):
+        if index:
+            console.print()
+        for name, (value, interval) in zip(result.columns, row, strict=True):
+            line = Text(f"{name}: ", style="bold")
+            line.append(value)
+            if interval is not None:
+                fits = len(name) + len(value) + len(interval) + 3 <= console.width
+                line.append((" " if fits else "\n    ") + interval, style="dim")
+            console.print(line, overflow="fold")
 
 
 class Update(Protocol):

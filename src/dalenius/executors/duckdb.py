@@ -133,7 +133,12 @@ class DuckDBExecutor(Executor):
         """Create the relation for ``table`` (CSV: load into memory; others: a view), once."""
         with self._lock:
             if table.name not in self._loaded:
-                self._load(table)
+                try:
+                    self._load(table)
+                except duckdb.InterruptException as exc:
+                    # No time limit watches a load: only the user's Ctrl-C interrupts it, and it
+                    # must read as the interruption it is, not as an engine failure.
+                    raise KeyboardInterrupt("the table's load was interrupted") from exc
 
     def fetch(self, sql: str) -> list[Row]:
         """Run ``sql`` and return its rows (interrupted at :attr:`time_limit`, if set)."""
@@ -282,7 +287,12 @@ class DuckDBExecutor(Executor):
         """
         with self._lock:
             if table.name not in self._loaded:
-                self._load(table)
+                try:
+                    self._load(table)
+                except duckdb.InterruptException as exc:
+                    # No time limit watches a load: only the user's Ctrl-C interrupts it, and it
+                    # must read as the interruption it is, not as an engine failure.
+                    raise KeyboardInterrupt("the table's load was interrupted") from exc
             return dict(self._skipped.get(table.name, {}))
 
     def check_source(self, table: Table) -> None:
