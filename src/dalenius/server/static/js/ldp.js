@@ -20,9 +20,9 @@ function keyBox(made) {
 }
 
 function createForm(again) {
-  const name = h("input", { id: "ldp-name", name: "name", required: true, placeholder: "colours" });
+  const name = h("input", { type: "text", id: "ldp-name", name: "name", required: true, placeholder: "colours" });
   const protocol = h("select", { id: "ldp-protocol", name: "protocol" }, PROTOCOLS.map((p) => h("option", { value: p, text: p })));
-  const epsilon = h("input", { id: "ldp-epsilon", name: "epsilon", required: true, value: "1", inputmode: "decimal" });
+  const epsilon = h("input", { type: "text", id: "ldp-epsilon", name: "epsilon", required: true, value: "1", inputmode: "decimal" });
   const values = h("textarea", { id: "ldp-values", name: "values", rows: 2, required: true, placeholder: "red, green, blue" });
   const feedback = h("div", { "aria-live": "polite" });
   const form = h(

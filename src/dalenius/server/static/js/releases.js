@@ -13,7 +13,7 @@ function field(id, label, input) {
 }
 
 function input(id, value, placeholder) {
-  return h("input", { id, name: id, value: value ?? "", placeholder: placeholder ?? "", inputmode: "decimal" });
+  return h("input", { type: "text", id, name: id, value: value ?? "", placeholder: placeholder ?? "", inputmode: "decimal" });
 }
 
 function densityCard(dataset, result) {
