@@ -83,3 +83,30 @@ def test_the_local_dp_page_charts_estimates_with_error_bars(
     curator.click("button[type=submit]")
     expect(curator.locator("text=Clients' lifetime ε")).to_be_visible()
     expect(curator.locator("text=phone0")).to_be_visible()
+
+
+def test_a_new_collections_key_stays_until_the_curator_dismisses_it(
+    browser: Browser, gateway: LiveGateway
+) -> None:
+    """The submission key is shown once (the gateway keeps its hash): no redraw may take it away.
+
+    The page used to redraw itself 4 s after the collection was made, and the key with it.
+    """
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{gateway.url}/console/#/ldp")
+    page.fill("#token", gateway.tokens["root"])
+    page.click("button[type=submit]")
+    page.fill("#ldp-name", "fruit")
+    page.fill("#ldp-values", "apple, pear, plum")
+    page.click("form:has(#ldp-name) button[type=submit]")
+    key = page.locator("#ldp-key .token-text")
+    expect(key).to_contain_text("dlc_")
+    shown = key.inner_text()
+    page.wait_for_timeout(6_000)  # longer than the old redraw's delay
+    expect(key).to_have_text(shown)
+    page.click("#ldp-key-done")
+    expect(page.locator("#ldp-key")).to_have_count(0)
+    expect(page.locator('a[href="#/ldp?name=fruit"]')).to_be_visible()
+    assert errors == []

@@ -9,13 +9,17 @@ import { clear, copy, errorAlert, fmt, fmtTime, h, pageHead, table, td } from ".
 const enc = encodeURIComponent;
 const PROTOCOLS = ["olh", "grr", "oue", "sue", "blh", "hr", "rappor", "cms", "hcms", "sfp", "dbitflip"];
 
-function keyBox(made) {
+// The key is shown once (the gateway keeps only its hash), so the box stays until the curator
+// dismisses it: nothing redraws the page under it. Dismissing reloads the page, which then lists
+// the new collection.
+function keyBox(made, done) {
   return h(
     "div",
-    { class: "alert ok", role: "status" },
+    { class: "alert ok", role: "status", id: "ldp-key" },
     h("h3", { text: `Collection ${made.name} created` }),
-    h("p", { class: "small", text: "The submission key is shown once: the gateway keeps only a hash. Devices send it in X-Collection-Key." }),
+    h("p", { class: "small", text: "The submission key is shown once: the gateway keeps only a hash. Copy it now; devices send it in X-Collection-Key." }),
     h("div", { class: "secret" }, h("code", { class: "token-text", text: made.submission_key }), h("button", { type: "button", class: "button small secondary", onclick: () => copy(made.submission_key), text: "Copy" })),
+    h("div", { class: "actions" }, h("button", { type: "button", class: "button small", id: "ldp-key-done", onclick: done, text: "I have saved the key" })),
   );
 }
 
@@ -31,7 +35,8 @@ function createForm(again) {
       class: "card",
       onsubmit: async (event) => {
         event.preventDefault();
-        clear(feedback);
+        // An earlier error goes; an earlier collection's key stays until it is dismissed.
+        for (const shown of feedback.querySelectorAll("[role=alert]")) shown.remove();
         const list = values.value.split(",").map((v) => v.trim()).filter(Boolean);
         const field = ["rappor", "cms", "hcms"].includes(protocol.value) ? "candidates" : "domain";
         const body = { name: name.value.trim(), protocol: protocol.value, epsilon: epsilon.value.trim() };
@@ -41,8 +46,7 @@ function createForm(again) {
         if (protocol.value === "rappor") body.epsilon = epsilon.value.trim();
         try {
           const made = await post("/ldp/collections", body);
-          feedback.append(keyBox(made));
-          again(false);
+          feedback.append(keyBox(made, () => again()));
         } catch (failure) {
           feedback.append(errorAlert(failure));
         }
@@ -97,10 +101,8 @@ export async function ldpPage(root, params, state) {
   const curator = state.me && state.me.role === "curator";
   clear(root);
   root.append(pageHead("Local DP", "Collections of reports randomised on each device; estimates with their error bars."));
-  const again = (reload = true) => {
-    if (reload) window.dispatchEvent(new HashChangeEvent("hashchange"));
-  };
-  if (curator) root.append(createForm(() => setTimeout(() => again(), 4000)));
+  const again = () => window.dispatchEvent(new HashChangeEvent("hashchange"));
+  if (curator) root.append(createForm(again));
   if (!collections.length) {
     root.append(h("div", { class: "card empty", text: "No collection yet." }));
     return;
