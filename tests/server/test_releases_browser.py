@@ -66,11 +66,20 @@ def test_the_releases_page_draws_a_density_with_bands_and_a_hierarchy(
         3, timeout=90_000
     )
     page.screenshot(path=str(ARTIFACTS / "console-hierarchy.png"), full_page=True)
-    page.fill("#otm-epsilon", "0.5")
+    # The flows' ε defaults to what the budget can pay (0.8 is left): the offered button works.
+    expect(page.locator("#otm-epsilon")).to_have_value("0.5")
     page.fill("#otm-per-destination", "50")
     page.locator("#onthemap-form button[type=submit]").click()
     expect(page.locator("section[data-release=onthemap] table tbody tr")).to_have_count(
         15, timeout=90_000
     )
     page.screenshot(path=str(ARTIFACTS / "console-onthemap.png"), full_page=True)
+    # 0.3 is left: every ε field now offers at most that (rounded down, so it is payable).
+    expect(page.locator("#otm-epsilon")).to_have_value("0.3")
+    expect(page.locator("#hier-epsilon")).to_have_value("0.1")
+    # Each release stays on the page, newest first.
+    shown = page.locator("#release-outputs > section[data-release]")
+    expect(shown).to_have_count(3)
+    kinds = [shown.nth(i).get_attribute("data-release") for i in range(3)]
+    assert kinds == ["onthemap", "hierarchy", "density"]
     assert errors == []

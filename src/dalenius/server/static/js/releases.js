@@ -4,7 +4,7 @@
 
 import { get, post } from "./api.js";
 import { lineChart } from "./chart.js";
-import { clear, errorAlert, fmt, fmtLoss, h, pageHead, table, td } from "./ui.js";
+import { clear, errorAlert, fmt, fmtLoss, h, mainValue, pageHead, table, td } from "./ui.js";
 
 const enc = encodeURIComponent;
 
@@ -14,6 +14,47 @@ function field(id, label, input) {
 
 function input(id, value, placeholder) {
   return h("input", { type: "text", id, name: id, value: value ?? "", placeholder: placeholder ?? "", inputmode: "decimal" });
+}
+
+// A form's ε starts at what the remaining budget can pay: its usual value, or the remainder
+// rounded down to 3 significant digits when less is left. The check is exact (the budget's
+// fraction, not its float), so a default is never refused for being a hair over. When nothing
+// is left the usual value stays, and the refusal says so.
+function decimal(text) {
+  // "0.25" -> [25n, 100n]: a short decimal as an exact fraction
+  const [whole, part = ""] = text.split(".");
+  return [BigInt(whole + part), 10n ** BigInt(part.length)];
+}
+
+function fraction(exact) {
+  const [p, q = "1"] = String(exact).split("/");
+  return [BigInt(p), BigInt(q)];
+}
+
+export function payable(usual, remaining) {
+  const value = mainValue(remaining);
+  if (value === null || !(value > 0)) return String(usual);
+  const exact = remaining.epsilon_exact ?? remaining.rho_exact;
+  const [p, q] = exact ? fraction(exact) : decimal(value.toFixed(12));
+  const fits = (text) => {
+    const [a, b] = decimal(text);
+    return a * q <= p * b;
+  };
+  if (fits(String(usual))) return String(usual);
+  const places = Math.max(0, 2 - Math.floor(Math.log10(value)));
+  for (let k = Math.floor(value * 10 ** places) + 1; k > 0; k -= 1) {
+    const text = (k / 10 ** places).toFixed(places).replace(/\.?0+$/, "");
+    if (fits(text)) return text;
+  }
+  return String(usual);
+}
+
+async function remainingOn(dataset) {
+  try {
+    return (await get(`/datasets/${enc(dataset)}/budget`)).remaining;
+  } catch {
+    return null; // no budget to read (a curator without a grant): keep the usual defaults
+  }
 }
 
 function densityCard(dataset, result) {
@@ -79,73 +120,106 @@ export async function releasesPage(root) {
     return;
   }
   const dataset = h("select", { id: "rel-dataset", name: "dataset" }, datasets.map((d) => h("option", { value: d.name, text: d.name })));
-  const output = h("div", { "aria-live": "polite" });
+  // Every release of this visit stays, newest first: a release is paid for, so a later one must
+  // not push an earlier one off the page. A refusal shows under the form that asked.
+  const outputs = h("div", { id: "release-outputs", "aria-live": "polite" });
+  const outputsHead = h("h2", { text: "Released in this session (newest first)", hidden: true });
+  const show = (card) => {
+    outputsHead.hidden = false;
+    outputs.prepend(card);
+  };
+  const defaults = []; // [input, usual ε]: refreshed from the remaining budget, unless edited
+  const refreshDefaults = async () => {
+    const remaining = await remainingOn(dataset.value);
+    for (const [box, usual] of defaults) {
+      if (box.dataset.edited !== "yes") box.value = payable(usual, remaining);
+    }
+  };
+  const epsilonInput = (id, usual) => {
+    const box = input(id, String(usual));
+    box.addEventListener("input", () => (box.dataset.edited = "yes"));
+    defaults.push([box, usual]);
+    return box;
+  };
+  const release = (feedback, send, card) => async (event) => {
+    event.preventDefault();
+    clear(feedback);
+    const button = event.currentTarget.querySelector("button[type=submit]");
+    button.disabled = true;
+    try {
+      const result = await send();
+      show(card(dataset.value, result));
+      await refreshDefaults();
+    } catch (failure) {
+      feedback.append(errorAlert(failure));
+    } finally {
+      button.disabled = false;
+    }
+  };
 
   const dTable = input("dens-table", "people");
   const dColumn = input("dens-column", "age");
   const dBandwidth = input("dens-bandwidth", "2");
-  const dEps = input("dens-epsilon", "0.1");
+  const dEps = epsilonInput("dens-epsilon", 0.1);
   const dDelta = input("dens-delta", "1e-6");
+  const dFeedback = h("div", { "aria-live": "polite" });
   const densityForm = h(
     "form",
     {
       class: "card",
       id: "density-form",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        clear(output);
-        try {
+      onsubmit: release(
+        dFeedback,
+        () => {
           const body = { table: dTable.value.trim(), columns: [dColumn.value.trim()], bandwidth: Number(dBandwidth.value), epsilon: dEps.value.trim(), delta: dDelta.value.trim() };
-          const result = await post(`/datasets/${enc(dataset.value)}/density`, body);
-          output.append(densityCard(dataset.value, result));
-        } catch (failure) {
-          output.append(errorAlert(failure));
-        }
-      },
+          return post(`/datasets/${enc(dataset.value)}/density`, body);
+        },
+        densityCard,
+      ),
     },
     h("h2", { text: "Density curve" }),
     h("div", { class: "grid two" }, field("dens-table", "Table", dTable), field("dens-column", "Numeric column", dColumn), field("dens-bandwidth", "Bandwidth", dBandwidth), field("dens-epsilon", "ε", dEps), field("dens-delta", "δ", dDelta)),
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release curve" })),
+    dFeedback,
   );
 
   const hTable = input("hier-table", "people");
   const hLevels = input("hier-levels", "state, education");
-  const hEps = input("hier-epsilon", "0.1");
+  const hEps = epsilonInput("hier-epsilon", 0.1);
+  const hFeedback = h("div", { "aria-live": "polite" });
   const hierarchyForm = h(
     "form",
     {
       class: "card",
       id: "hierarchy-form",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        clear(output);
-        try {
+      onsubmit: release(
+        hFeedback,
+        () => {
           const body = { table: hTable.value.trim(), levels: hLevels.value.split(",").map((v) => v.trim()).filter(Boolean), epsilon: hEps.value.trim() };
-          const result = await post(`/datasets/${enc(dataset.value)}/hierarchy`, body);
-          output.append(hierarchyCard(dataset.value, result));
-        } catch (failure) {
-          output.append(errorAlert(failure));
-        }
-      },
+          return post(`/datasets/${enc(dataset.value)}/hierarchy`, body);
+        },
+        hierarchyCard,
+      ),
     },
     h("h2", { text: "Hierarchy of counts" }),
     h("div", { class: "grid two" }, field("hier-table", "Table", hTable), field("hier-levels", "Levels (key columns, coarsest first)", hLevels), field("hier-epsilon", "ε", hEps)),
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release tables" })),
+    hFeedback,
   );
   const oTable = input("otm-table", "people");
   const oOrigin = input("otm-origin", "state");
   const oDestination = input("otm-destination", "education");
-  const oEps = input("otm-epsilon", "8");
+  const oEps = epsilonInput("otm-epsilon", 0.5);
   const oRows = input("otm-per-destination", "500");
+  const oFeedback = h("div", { "aria-live": "polite" });
   const onthemapForm = h(
     "form",
     {
       class: "card",
       id: "onthemap-form",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        clear(output);
-        try {
+      onsubmit: release(
+        oFeedback,
+        () => {
           const body = {
             table: oTable.value.trim(),
             origin: oOrigin.value.trim(),
@@ -153,12 +227,10 @@ export async function releasesPage(root) {
             epsilon: oEps.value.trim(),
             per_destination: Number(oRows.value),
           };
-          const result = await post(`/datasets/${enc(dataset.value)}/onthemap`, body);
-          output.append(flowsCard(dataset.value, result));
-        } catch (failure) {
-          output.append(errorAlert(failure));
-        }
-      },
+          return post(`/datasets/${enc(dataset.value)}/onthemap`, body);
+        },
+        flowsCard,
+      ),
     },
     h("h2", { text: "Synthetic origin–destination flows" }),
     h(
@@ -171,6 +243,9 @@ export async function releasesPage(root) {
       field("otm-per-destination", "Rows per destination, at most", oRows),
     ),
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release flows" })),
+    oFeedback,
   );
-  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, output);
+  dataset.addEventListener("change", () => refreshDefaults());
+  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, outputsHead, outputs);
+  await refreshDefaults();
 }
