@@ -9,7 +9,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from tests.server.helpers import Site, build_site
@@ -308,11 +307,33 @@ def test_one_thousand_concurrent_submissions_postgres(demo_catalog: Path) -> Non
         admin.close()
 
 
-def test_estimates_with_no_reports(site: Site) -> None:
-    create(site)
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"protocol": "grr", "domain": DOMAIN},
+        {"protocol": "olh", "domain": DOMAIN},
+        {"protocol": "oue", "domain": DOMAIN},
+        {"protocol": "dbitflip", "domain": DOMAIN},
+        {"protocol": "hcms", "candidates": DOMAIN, "hashes": 4, "width": 16},
+        {"protocol": "rappor", "candidates": DOMAIN, "bits": 8, "cohorts": 4, "epsilon": 5},
+        {"protocol": "duchi", "lower": 0, "upper": 10},
+    ],
+)
+def test_estimates_with_no_reports_are_null_not_a_confident_zero(
+    site: Site, settings: dict
+) -> None:
+    """No reports: no estimate (null), never zeros with intervals of width zero."""
+    body = {"name": "colours", "epsilon": 1, **settings}
+    made = site.client.post("/v1/ldp/collections", json=body, headers=site.as_(site.curator))
+    assert made.status_code == 201, made.text
     est = site.client.get("/v1/ldp/collections/colours/estimates", headers=site.as_(site.analyst))
-    assert est.status_code == 200 and est.json()["reports"] == 0
-    assert np.allclose([r["estimate"] for r in est.json()["rows"]], 0)
+    assert est.status_code == 200, est.text
+    answer = est.json()
+    assert answer["reports"] == 0
+    if answer["kind"] == "mean":
+        assert answer["mean"] is None and answer["lower"] is None and answer["upper"] is None
+    else:
+        assert answer["kind"] == "frequency" and answer["rows"] is None
 
 
 @pytest.mark.slow
@@ -350,6 +371,12 @@ def test_cli_reads_estimates_from_a_running_gateway(
             == 2
         )
         assert "No collection named 'nope'" in capsys.readouterr().err
+        with live.client(live.tokens["root"]) as curator:
+            body = {"name": "empty", "protocol": "grr", "epsilon": 1, "domain": DOMAIN}
+            assert curator.post("/v1/ldp/collections", json=body).status_code == 201
+        argv = ["ldp", "estimates", "empty", "--url", live.url, "--token", live.tokens["alice"]]
+        assert main(argv) == 0
+        assert "no reports yet" in capsys.readouterr().out
     finally:
         live.stop()
 

@@ -109,4 +109,9 @@ def test_a_new_collections_key_stays_until_the_curator_dismisses_it(
     page.click("#ldp-key-done")
     expect(page.locator("#ldp-key")).to_have_count(0)
     expect(page.locator('a[href="#/ldp?name=fruit"]')).to_be_visible()
+    # A collection without reports has no estimate: said in words, not drawn as 0 [0, 0].
+    page.click('a[href="#/ldp?name=fruit"]')
+    fruit = page.locator("section[data-collection=fruit]")
+    expect(fruit).to_contain_text("No reports yet")
+    expect(fruit.locator("svg.chart, table")).to_have_count(0)
     assert errors == []

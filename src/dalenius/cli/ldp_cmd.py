@@ -307,6 +307,9 @@ def run_estimates(args: argparse.Namespace) -> int:
         else:
             print(f"mean {body['mean']:.6g}  [{body['lower']:.6g}, {body['upper']:.6g}]")
         return EXIT_OK
+    if body["rows"] is None:  # no reports: no estimate, not a confident zero
+        print("no reports yet")
+        return EXIT_OK
     print(f"{'value':<24} {'estimate':>12} {'lower':>12} {'upper':>12}")
     for row in body["rows"]:
         print(

@@ -560,6 +560,13 @@ def _rows(
     n: int,
     confidence: float,
 ) -> dict[str, Any]:
+    """Each value's estimate and error bar; ``rows`` is ``None`` when there are no reports.
+
+    With no reports every estimate would be 0 with an interval of width 0, which reads as a
+    confident zero; ``None`` says "no reports yet" (as a mean collection's ``mean`` does).
+    """
+    if n == 0:
+        return {"kind": "frequency", "reports": 0, "confidence": confidence, "rows": None}
     rows = [
         {
             "value": label,
@@ -567,7 +574,7 @@ def _rows(
             "lower": float(c - h),
             "upper": float(c + h),
             "stderr": float(s),
-            "frequency": float(c / n) if n else 0.0,
+            "frequency": float(c / n),
         }
         for label, c, h, s in zip(labels, counts, half, stderr, strict=True)
     ]

@@ -150,7 +150,11 @@ class EstimateRow(_Out):
 
 
 class Estimates(_Out):
-    """Estimates from every stored report (frequencies: ``rows``; means: ``mean``)."""
+    """Estimates from every stored report (frequencies: ``rows``; means: ``mean``).
+
+    With no reports yet (``reports`` 0) ``rows`` and ``mean`` are null: no estimate, rather than
+    zeros with an interval of width zero.
+    """
 
     collection: str
     protocol: str

@@ -68,8 +68,12 @@ function createForm(again) {
 function estimatesCard(est) {
   const head = h("div", { class: "card-head" }, h("h2", { text: `Estimates: ${est.collection}` }), h("span", { class: "meta", text: `${est.protocol}, ${est.reports.toLocaleString()} reports, ε ${fmt(est.epsilon_per_report, 4)} per report` }));
   if (est.kind === "mean") {
-    const text = est.mean === null ? "No reports yet." : `Mean ${fmt(est.mean, 5)}  [${fmt(est.lower, 5)}, ${fmt(est.upper, 5)}]`;
+    const text = est.mean === null ? "No reports yet: nothing to estimate." : `Mean ${fmt(est.mean, 5)}  [${fmt(est.lower, 5)}, ${fmt(est.upper, 5)}]`;
     return h("section", { class: "card", "data-collection": est.collection }, head, h("p", { class: "big", text }));
+  }
+  if (!est.reports || !est.rows) {
+    // No estimate yet: zeros with intervals of width zero would read as a confident zero.
+    return h("section", { class: "card", "data-collection": est.collection }, head, h("p", { class: "empty", "data-empty": "no-reports", text: "No reports yet: nothing to estimate." }));
   }
   const rows = est.rows;
   const chart = barChart({
