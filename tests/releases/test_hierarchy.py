@@ -222,3 +222,20 @@ def test_post_processing_beats_independent_noise_and_intervals_cover(
             stats.binomtest(misses[name], releases * len(exact), 0.05, alternative="greater").pvalue
             > 1e-4
         )
+
+
+def test_a_final_count_made_zero_keeps_an_interval_of_positive_width(tmp_path: Path) -> None:
+    """Noisy counts far below zero: every final count is 0, and its interval is [0, half-width],
+    not [0, 0] — a width of zero would read as certainty, and the noise gave none."""
+    plan = plan_hierarchy(
+        load_catalog(write(tmp_path, sales())),
+        HierarchyRequest("sales", ("region", "shop")),
+        epsilon=Fraction(1),
+        delta=None,
+    )
+    noisy = np.full(len(plan.tree.paths), -(10**6), dtype=np.int64)
+    r = plan.finish(noisy, 0.95)
+    assert np.all(r.final == 0)
+    assert np.all(r.final_low == 0)
+    assert np.all(r.final_high > 0)
+    assert np.all((r.final_low <= r.final) & (r.final <= r.final_high))

@@ -258,16 +258,15 @@ def _statistic(
         g = m.granularity
         vals = noisy.values[m.name]
         if stat.kind == "count":
-            return (
-                [max(v, 0) for v in vals],
-                [max(v - h, 0) for v in vals],
-                [max(v + h, 0) for v in vals],
-            )
+            # Released r = max(v, 0); interval [r - h, r + h] clipped at 0 (see _clamp).
+            released = [max(v, 0) for v in vals]
+            return released, [max(r - h, 0) for r in released], [r + h for r in released]
         floor, ceiling = sign_range(m.bounds)
+        released_sums = [_clamp(v * g, floor, ceiling) for v in vals]
         return (
-            [_num(_clamp(v * g, floor, ceiling)) for v in vals],
-            [_num(_clamp((v - h) * g, floor, ceiling)) for v in vals],
-            [_num(_clamp((v + h) * g, floor, ceiling)) for v in vals],
+            [_num(r) for r in released_sums],
+            [_num(_clamp(r - h * g, floor, ceiling)) for r in released_sums],
+            [_num(_clamp(r + h * g, floor, ceiling)) for r in released_sums],
         )
     if stat.kind == "avg":
         s_m, c_m = plan.measurement(stat.inputs[0]), plan.measurement(stat.inputs[1])
@@ -327,6 +326,16 @@ def sign_range(bounds: tuple[Fraction, Fraction] | None) -> tuple[Fraction | Non
 
 
 def _clamp(x: Fraction, floor: Fraction | None, ceiling: Fraction | None) -> Fraction:
+    """``x`` projected onto ``[floor, ceiling]`` (either end may be open).
+
+    A count or a one-signed sum is released clamped, ``r = clamp(v)``, and its interval is the
+    noisy value's half-width ``h`` moved to ``r`` and clipped to the domain: ``[r − h, r + h] ∩ D``.
+    Coverage: the exact answer ``x`` lies in ``D`` and projection onto an interval is 1-Lipschitz,
+    so ``|r − x| = |clamp(v) − clamp(x)| ≤ |v − x|``; whenever the noisy interval covers ``x``
+    (probability ≥ 1 − β) so does the released one. It always holds ``r`` and never has width
+    zero when ``h > 0`` (``D`` is a half-line), where clipping ``[v − h, v + h]`` itself gave
+    ``0 [0, 0]`` for ``v ≤ −h`` — a certainty the noise never gave.
+    """
     if floor is not None and x < floor:
         return floor
     if ceiling is not None and x > ceiling:

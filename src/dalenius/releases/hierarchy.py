@@ -21,7 +21,9 @@ Post-processing (free) then makes the tables agree, in three products:
   "non-negative and summing to the parent" (a weighted simplex projection, in closed form) and
   rounded by largest remainders, which is the exact optimum of that one-constraint problem — so no
   integer-programming solver is needed. Its interval is the consistent one, clamped at 0 and
-  widened to contain the final value, so it still covers the exact count.
+  widened to contain the final value, so it still covers the exact count; a final value at or
+  above the consistent interval's top gets a half-width above it, so no interval of a noisy
+  count has width zero.
 """
 
 from __future__ import annotations
@@ -364,7 +366,10 @@ class HierarchyPlan:
             consistent_high=high,
             final=final,
             final_low=np.minimum(low, final),
-            final_high=np.maximum(high, final),
+            # A final count at or above its interval's top (a negative estimate made 0, or
+            # pushed up to add up) keeps a half-width above it: widening keeps the coverage,
+            # and [0, 0] would read as a certainty the noise never gave.
+            final_high=np.where(high > final, high, final + half),
             confidence=confidence,
             loss=self.loss,
         )
