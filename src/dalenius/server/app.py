@@ -34,6 +34,7 @@ from dalenius.server.errors import (
     status_for,
 )
 from dalenius.server.gateway import Gateway
+from dalenius.server.ldpstore import SUBMIT_PATH, submission_bytes
 from dalenius.server.middleware import GatewayMiddleware, SignInMiddleware
 from dalenius.server.pgwire.listener import PgListener, WireSettings
 from dalenius.server.routes import analyst, attacks, curator, ldp, releases
@@ -164,6 +165,7 @@ def create_app(config: GatewayConfig | None = None, *, gateway: Gateway | None =
         max_body=service.config.limits.max_request_bytes,
         log=service.requests,
         allowed_hosts=service.config.allowed_hosts,
+        body_limits=((SUBMIT_PATH, submission_bytes()),),
     )
     return app
 

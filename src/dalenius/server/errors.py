@@ -19,8 +19,8 @@ status  meaning (``code``)
         a retry of a request still running (``request_in_progress``), a name taken (``conflict``)
 413     the body is larger than ``max_request_bytes`` (``request_too_large``)
 421     the ``Host`` header names a host not in ``allowed_hosts`` (``unknown_host``)
-429     too many requests for this token (``rate_limited``; ``Retry-After`` says when to retry),
-        or too many of its queries running at once (``too_many_running``)
+429     too many requests for this token (``rate_limited``), or too many of its queries running
+        at once (``too_many_running``); every 429 carries ``Retry-After`` (seconds)
 500     a bug in Dalenius (``internal_error``); never a stack trace — the log has it
 502     the request failed after the data gate: the engine had read the data, the loss was
         charged (``evaluation_failed``); the body is always the same bytes, without a request id
@@ -88,7 +88,10 @@ class RequestTooLargeError(UserError):
     def __init__(self, limit: int) -> None:
         super().__init__(
             f"The request body is larger than {limit} bytes.",
-            fix="send a shorter query; the limit is max_request_bytes in the gateway's configuration.",
+            fix=(
+                "send a shorter request (a shorter query, or fewer reports per batch); the limit "
+                "is max_request_bytes in the gateway's configuration."
+            ),
         )
 
 
@@ -208,6 +211,10 @@ def error_headers(error: BaseException) -> dict[str, str]:
         headers["WWW-Authenticate"] = 'Bearer realm="dalenius"'
     if isinstance(error, RateLimitedError):
         headers["Retry-After"] = str(max(1, round(error.retry_after + 0.5)))
+    if isinstance(error, BusyError):
+        # A slot frees when one of the caller's running queries ends: no time is known, so the
+        # shortest useful wait (every 429 carries Retry-After).
+        headers["Retry-After"] = "1"
     return headers
 
 

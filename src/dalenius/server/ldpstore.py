@@ -36,6 +36,34 @@ from dalenius.server.store import ConflictError, NotFoundError, check_name
 MAX_BATCH = 1000
 """The most reports one submission may carry."""
 
+SUBMIT_PATH = r"/v1/ldp/collections/[^/]+/reports"
+"""The route devices submit batches to (a regular expression over the whole path)."""
+
+_ID = "x" * 128
+"""A client, report id or memo at its longest (the request model allows 128 characters)."""
+
+
+def submission_bytes() -> int:
+    """The body a batch of :data:`MAX_BATCH` reports may need, in bytes.
+
+    Reports are computed, not guessed: the largest report at each protocol's default parameters
+    (a count-mean sketch's ``signs``, ``width`` = 1024 entries of −1, is the largest; RAPPOR's 16
+    bits are far smaller), as JSON with the spaces Python and most clients put after ``,`` and
+    ``:``, with a client, report id and memo at their longest. Unary encodings of a large domain
+    (``oue``, ``sue``: one entry per value) can be larger; they send fewer reports per batch.
+    """
+    sketch = CollectionSpec({"protocol": "cms", "epsilon": 1, "candidates": ["a", "b"]}).sketch
+    rappor = CollectionSpec({"protocol": "rappor", "epsilon": 8, "candidates": ["a", "b"]}).rappor
+    largest = [
+        {"row": sketch.hashes - 1, "signs": [-1] * sketch.width},
+        {"cohort": rappor.cohorts - 1, "bits": [1] * rappor.bits},
+    ]
+    item = max(
+        len(json.dumps({"client": _ID, "report_id": _ID, "memo": _ID, "report": report}))
+        for report in largest
+    )
+    return len(json.dumps({"reports": []})) + MAX_BATCH * (item + len(", "))
+
 
 @dataclass(frozen=True)
 class Submission:

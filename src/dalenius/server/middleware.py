@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -75,6 +76,9 @@ class GatewayMiddleware:
         app: the application it wraps.
         max_body: the largest request body accepted, in bytes.
         log: where a line per request goes.
+        body_limits: larger limits for some POST routes, as (path regular expression, bytes):
+            a route whose requests are batches (devices' local-DP reports) gets room for a full
+            batch without raising the limit of every other route.
     """
 
     def __init__(
@@ -84,9 +88,11 @@ class GatewayMiddleware:
         max_body: int,
         log: RequestLog,
         allowed_hosts: tuple[str, ...] = (),
+        body_limits: tuple[tuple[str, int], ...] = (),
     ) -> None:
         self.app = app
         self.max_body = max_body
+        self.body_limits = tuple((re.compile(path), limit) for path, limit in body_limits)
         self.log = log
         self.allowed_hosts = frozenset(allowed_hosts)
 
@@ -106,21 +112,13 @@ class GatewayMiddleware:
         state["request_id"] = request_id
         status: dict[str, Any] = {"code": 500, "sent": False, "too_large": False}
         api = scope.get("path", "").startswith("/v1/")
+        max_body = self._limit(scope)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
                 status["sent"] = True
-                headers = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if k.lower() not in {h for h, _ in _SAFE_HEADERS}
-                ]
-                headers.extend(_SAFE_HEADERS)
-                headers.append((b"x-request-id", request_id.encode()))
-                if api:
-                    headers.append((b"cache-control", b"no-store"))
-                message["headers"] = headers
+                message["headers"] = _response_headers(message, request_id, api)
             await send(message)
 
         async def send_checked(message: Message) -> None:
@@ -129,7 +127,7 @@ class GatewayMiddleware:
             if status["too_large"]:
                 if message["type"] == "http.response.start" and not status["sent"]:
                     await _send_error(
-                        send_with_headers, RequestTooLargeError(self.max_body), request_id, state
+                        send_with_headers, RequestTooLargeError(max_body), request_id, state
                     )
                 return
             await send_with_headers(message)
@@ -138,7 +136,7 @@ class GatewayMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 status["seen"] = status.get("seen", 0) + len(message.get("body", b""))
-                if status["seen"] > self.max_body:
+                if status["seen"] > max_body:
                     status["too_large"] = True
                     raise _TooLarge
             return message
@@ -147,13 +145,13 @@ class GatewayMiddleware:
         try:
             if self.allowed_hosts and _host(scope) not in self.allowed_hosts:
                 raise UnknownHostError(_host(scope))
-            if declared is not None and declared > self.max_body:
+            if declared is not None and declared > max_body:
                 status["too_large"] = True
                 raise _TooLarge
             await self.app(scope, receive_limited, send_checked)
         except Exception as error:
             if isinstance(error, _TooLarge) or status["too_large"]:
-                error = RequestTooLargeError(self.max_body)
+                error = RequestTooLargeError(max_body)
             else:
                 _log.exception(
                     "request %s failed: %s %s", request_id, scope.get("method"), scope.get("path")
@@ -162,6 +160,15 @@ class GatewayMiddleware:
                 await _send_error(send_with_headers, error, request_id, state)
         finally:
             await self._record(scope, state, request_id, status["code"], started)
+
+    def _limit(self, scope: Scope) -> int:
+        """The largest body this request may have: its route's, else the gateway's."""
+        if scope.get("method") == "POST":
+            path = scope.get("path", "")
+            for pattern, limit in self.body_limits:
+                if pattern.fullmatch(path):
+                    return max(limit, self.max_body)
+        return self.max_body
 
     async def _record(
         self, scope: Scope, state: dict[str, Any], request_id: str, status: int, started: float
@@ -309,6 +316,26 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def _response_headers(message: Message, request_id: str, api: bool) -> list[tuple[bytes, bytes]]:
+    """A response's headers with the security headers, its request id and, for the API, no-store.
+
+    Every 429 says when to retry: an answer that did not work a time out gets ``Retry-After: 1``,
+    the shortest useful wait.
+    """
+    headers = [
+        (k, v)
+        for k, v in message.get("headers", [])
+        if k.lower() not in {h for h, _ in _SAFE_HEADERS}
+    ]
+    headers.extend(_SAFE_HEADERS)
+    headers.append((b"x-request-id", request_id.encode()))
+    if message["status"] == 429 and not any(k.lower() == b"retry-after" for k, _ in headers):
+        headers.append((b"retry-after", b"1"))
+    if api:
+        headers.append((b"cache-control", b"no-store"))
+    return headers
 
 
 async def _send_error(
