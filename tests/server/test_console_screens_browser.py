@@ -241,3 +241,67 @@ def test_the_attack_lab_shows_each_rate_beside_a_labelled_bound_and_the_plot(
     if width == 390:
         assert page.evaluate(OVERFLOW) == []
     assert problems == []
+
+
+# The smallest text in the page's charts, in CSS pixels as shown: the font size times the scale
+# at which the SVG is drawn (its box's width over its viewBox's).
+SMALLEST_CHART_TEXT = """() => {
+  let smallest = Infinity;
+  for (const svg of document.querySelectorAll("main svg.chart")) {
+    const view = svg.viewBox.baseVal;
+    const scale = view && view.width ? svg.getBoundingClientRect().width / view.width : 1;
+    for (const text of svg.querySelectorAll("text")) {
+      if (!text.textContent.trim()) continue;
+      smallest = Math.min(smallest, parseFloat(getComputedStyle(text).fontSize) * scale);
+    }
+  }
+  return smallest;
+}"""
+
+# Each table that scrolls sideways, scrolled to its right end: how far its first column's cells
+# are from the box's left edge (0 when they stay in view, negative when they scrolled off).
+FIRST_COLUMN_AFTER_SCROLL = """() => {
+  const out = [];
+  for (const wrap of document.querySelectorAll("main .table-wrap")) {
+    if (wrap.scrollWidth <= wrap.clientWidth + 1) continue;
+    wrap.scrollLeft = wrap.scrollWidth;
+    const left = wrap.getBoundingClientRect().left;
+    const cell = wrap.querySelector("tbody tr td:first-child");
+    out.push(Math.round(cell.getBoundingClientRect().left - left));
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_a_grouped_result_reads_on_a_phone(
+    browser: Browser, gateway: LiveGateway, screens: Path, size: str
+) -> None:
+    """A GROUP BY answer: chart labels at least 11 px as shown (they were about 5 px on a phone,
+    the SVG drawn 760 wide and shrunk), and the table's first column stays in view when the
+    table scrolls sideways. The spending chart on the Budget page too."""
+    width, height = WIDTHS[size]
+    page = signed_in(browser, gateway, "alice", (width, height))
+    problems = watch(page)
+    page.goto(f"{gateway.url}/console/#/query")
+    page.fill(
+        "#sql",
+        "SELECT education, COUNT(*), AVG(income), AVG(hours_per_week) FROM people GROUP BY education",
+    )
+    page.fill("#epsilon", "0.1")
+    page.click("#run-button")
+    expect(page.locator("#result-panel svg.chart")).to_be_visible(timeout=60_000)
+    page.wait_for_timeout(3_000)  # the toast fades before the screenshot
+    page.screenshot(path=str(screens / f"{size}-query-result.png"), full_page=True)
+    assert page.evaluate(SMALLEST_CHART_TEXT) >= 11
+    if size == "phone":
+        shifts = page.evaluate(FIRST_COLUMN_AFTER_SCROLL)
+        assert shifts, "the result table should scroll sideways on a phone"
+        assert all(shift >= -1 for shift in shifts), shifts
+        assert page.evaluate(OVERFLOW) == []
+        page.screenshot(path=str(screens / f"{size}-query-result-scrolled.png"), full_page=True)
+    page.goto(f"{gateway.url}/console/#/budget")
+    expect(page.locator("main svg.chart.spend")).to_be_visible(timeout=30_000)
+    assert page.evaluate(SMALLEST_CHART_TEXT) >= 11
+    page.screenshot(path=str(screens / f"{size}-budget-spent.png"), full_page=True)
+    assert problems == []

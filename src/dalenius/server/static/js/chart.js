@@ -23,6 +23,17 @@ function ticks(low, high, target = 5) {
   return out;
 }
 
+// Charts are drawn in the page's own pixels where they can be: an SVG scales with its box, so
+// one drawn 760 wide and shown 330 wide on a phone shrinks its 11 px labels to about 5 px. The
+// width is what the main column offers (less a card's padding), at most the chart's usual width.
+export const MIN_WIDTH = 300;
+
+export function chartWidth(usual) {
+  const main = document.getElementById("main");
+  const room = main ? main.clientWidth - 72 : usual;
+  return Math.round(Math.max(MIN_WIDTH, Math.min(usual, room)));
+}
+
 function shorten(text, max) {
   const value = String(text);
   return value.length > max ? `${value.slice(0, max - 1)}…` : value;
@@ -33,17 +44,19 @@ function shorten(text, max) {
 export function barChart({ labels, values, lows, highs, title, confidence }) {
   const n = labels.length;
   const row = n > 24 ? 18 : 26;
-  const labelWidth = Math.min(170, Math.max(60, 7 * Math.max(...labels.map((label) => String(label).length), 4)));
-  const width = 760;
+  const width = chartWidth(760);
+  const narrow = width < 560;
+  const longest = narrow ? 14 : 24;
+  const labelWidth = Math.min(narrow ? 104 : 170, Math.max(60, 7 * Math.max(...labels.map((label) => Math.min(String(label).length, longest)), 4)));
   const top = 28;
   const bottom = 30;
-  const right = 64;
+  const right = narrow ? 52 : 64;
   const height = top + bottom + n * row;
   const numbers = [...values, ...lows, ...highs].filter((value) => typeof value === "number" && Number.isFinite(value));
   let low = Math.min(0, ...numbers);
   let high = Math.max(0, ...numbers);
   if (low === high) high = low + 1;
-  const marks = ticks(low, high, 6);
+  const marks = ticks(low, high, narrow ? 3 : 6);
   low = Math.min(low, marks[0]);
   high = Math.max(high, marks[marks.length - 1]);
   const x0 = labelWidth + 12;
@@ -75,7 +88,7 @@ export function barChart({ labels, values, lows, highs, title, confidence }) {
     const y = top + i * row;
     const mid = y + row / 2;
     const group = s("g", { class: "group" });
-    group.append(s("text", { x: x0 - 8, y: mid + 4, "text-anchor": "end", text: shorten(label, 24) }));
+    group.append(s("text", { x: x0 - 8, y: mid + 4, "text-anchor": "end", text: shorten(label, longest) }));
     if (typeof value === "number" && Number.isFinite(value)) {
       const a = x(Math.min(0, value));
       const b = x(Math.max(0, value));
@@ -151,7 +164,7 @@ export function gauge({ spent, budget, measure = "ε" }) {
 
 // Cumulative loss charged over time (one step per charge) against the budget line.
 export function spendChart(points, budget, measure = "ε") {
-  const width = 900;
+  const width = chartWidth(900);
   const height = 220;
   const left = 48;
   const right = 16;
@@ -187,15 +200,17 @@ export function spendChart(points, budget, measure = "ε") {
   path += ` H ${width - right}`;
   svg.append(s("path", { d: path, fill: "none", stroke: "#2f4fc9", "stroke-width": 2.2 }));
   for (const point of points) svg.append(s("circle", { cx: x(point.time), cy: y(point.total), r: 3, fill: "#2f4fc9" }));
-  svg.append(s("text", { x: left, y: height - 8, text: new Date(t0).toLocaleString() }));
-  svg.append(s("text", { x: width - right, y: height - 8, "text-anchor": "end", text: new Date(t1).toLocaleString() }));
+  // On a narrow chart the two ends' dates and times would overlap: the times only.
+  const when = (t) => (width < 560 ? new Date(t).toLocaleTimeString() : new Date(t).toLocaleString());
+  svg.append(s("text", { x: left, y: height - 8, text: when(t0) }));
+  svg.append(s("text", { x: width - right, y: height - 8, "text-anchor": "end", text: when(t1) }));
   return svg;
 }
 
 // A curve with two shaded bands (simultaneous, then pointwise) under the released line: the
 // density releases. x and y axes with a few ticks; the numbers are also offered as a table.
 export function lineChart({ x, y, low, high, bandLow, bandHigh, xLabel, title, confidence }) {
-  const width = 760;
+  const width = chartWidth(760);
   const height = 320;
   const left = 64;
   const right = 20;
@@ -226,7 +241,7 @@ export function lineChart({ x, y, low, high, bandLow, bandHigh, xLabel, title, c
     svg.append(s("line", { x1: left, x2: width - right, y1: py(mark), y2: py(mark), class: "grid" }));
     svg.append(s("text", { x: left - 6, y: py(mark) + 4, class: "tick", "text-anchor": "end" }, fmt(mark, 3)));
   }
-  for (const mark of ticks(xMin, xMax, 6)) {
+  for (const mark of ticks(xMin, xMax, width < 560 ? 4 : 6)) {
     if (mark < xMin || mark > xMax) continue;
     svg.append(s("text", { x: px(mark), y: height - bottom + 16, class: "tick", "text-anchor": "middle" }, fmt(mark, 4)));
   }
