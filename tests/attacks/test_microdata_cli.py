@@ -64,3 +64,21 @@ def test_bad_arguments_are_refused_before_any_data(
 ) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_syntactic_bound_is_labelled_by_its_model_not_as_dp(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """k-anonymity's 1/k and ℓ-diversity's "values left" are properties of one released file:
+    the table heads the column "bound" and each cell names its model, never "DP bound"."""
+    argv = ["attack", "linking", "--people", "1500", "--seed", "3", "--no-progress"]
+    assert main([*argv, "--against", "raw", "--against", "k-anonymous", "--k", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "DP bound ┃" not in out and "DP bound:" not in out
+    assert "(k-anonymity 1/k)" in out and "≤ 20.0%" in out
+    assert "k-anonymity bound: 1/k = 1/5" in out and "not a DP bound" in out
+    assert main(["attack", "homogeneity", "--data", "course"]) == 0
+    out = capsys.readouterr().out
+    assert "DP bound ┃" not in out and "DP bound:" not in out
+    assert "≤ 0.0% (ℓ-diversity" in out
+    assert "ℓ-diversity: ≥ 2 values left — a property of the released file, not a DP bound" in out

@@ -130,7 +130,8 @@ class AttackReport:
         target: how the target is described (``raw``, ``naive (ε=1 per query, no budget)``, ...).
         metric: what counts as a success, in words.
         rate: successes over trials (``None`` when the attack reports a measurement, not a rate).
-        bound: the most any attacker can achieve against this target under DP, if there is one.
+        bound: the most any attacker can achieve against this target, if there is one: under DP,
+            or under the release's syntactic model (k-anonymity's 1/k; see :func:`bound_kind`).
         bound_text: how the bound is computed (``e^ε/(1+e^ε)``), for the reader.
         queries: questions one attacker had answered (the mean over trials).
         refused: questions one attacker had refused (budget exhausted, not answerable privately;
@@ -212,21 +213,18 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
     out = console or _console()
     first = reports[0]
     pct = round(first.confidence * 100)
-    formulas = sorted(
-        {r.bound_text for r in reports if r.bound_text and r.epsilon_spent is not None}
-    )
     table = Table(
         title=f"{first.attack} attack — success: {first.metric}",
         title_justify="left",
-        caption=("DP bound: " + "; ".join(formulas) + ", ε = what one attacker may spend")
-        if formulas
-        else None,
+        caption=_caption(reports),
         caption_justify="left",
     )
     table.add_column("target")
     table.add_column("success", justify="right")
     table.add_column(f"{pct}% interval", justify="right")
-    table.add_column("DP bound", justify="right")
+    # "DP bound" only when every bound shown is one; else each cell says what its bound is.
+    only_dp = all(bound_kind(r.bound_text) == "DP" for r in reports if r.bound is not None)
+    table.add_column("DP bound" if only_dp else "bound", justify="right")
     table.add_column("questions", justify="right")
     table.add_column("refused", justify="right")
     table.add_column("ε spent", justify="right")
@@ -241,7 +239,7 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
             report.target,
             success,
             interval,
-            _bound_cell(report),
+            _bound_cell(report, only_dp),
             f"{report.queries:,.4g}",
             f"{report.refused:,.4g}",
             _spent(report),
@@ -256,9 +254,65 @@ def render(reports: Sequence[AttackReport], console: Console | None = None) -> N
                 out.print(f"  {name}: {shown}", highlight=False)
 
 
-def _bound_cell(report: AttackReport) -> str:
+def bound_kind(formula: str) -> str:
+    """What a bound rests on, from its formula: ``"DP"``, or the syntactic model that gives it.
+
+    k-anonymity's 1/k and ℓ-diversity's "values left" hold for one released file against one
+    kind of attacker; calling them DP bounds would teach the wrong lesson.
+
+    Example:
+        >>> bound_kind("e^ε/(1+e^ε)"), bound_kind("1/k = 1/5"), bound_kind("ℓ-diversity: ≥ 2 values left")
+        ('DP', 'k-anonymity bound', 'ℓ-diversity bound')
+    """
+    if "e^ε" in formula:
+        return "DP"
+    if formula.startswith("1/k"):
+        return "k-anonymity bound"
+    if formula.startswith("ℓ-diversity"):
+        return "ℓ-diversity bound"
+    if "no released row" in formula:
+        return "synthetic rows"
+    return "bound"
+
+
+def _caption(reports: Sequence[AttackReport]) -> str | None:
+    """The table's caption: the DP formulas apart from the syntactic bounds (not DP)."""
+    formulas = sorted(
+        {
+            r.bound_text
+            for r in reports
+            if r.bound_text and r.epsilon_spent is not None and bound_kind(r.bound_text) == "DP"
+        }
+    )
+    others = sorted(
+        {
+            r.bound_text
+            if r.bound_text.startswith(bound_kind(r.bound_text).split(" ")[0])
+            else f"{bound_kind(r.bound_text)}: {r.bound_text}"
+            for r in reports
+            if r.bound_text and bound_kind(r.bound_text) != "DP"
+        }
+    )
+    caption = []
+    if formulas:
+        caption.append("DP bound: " + "; ".join(formulas) + ", ε = what one attacker may spend")
+    if others:
+        what = (
+            "properties of the released file, not DP bounds"
+            if len(others) > 1
+            else "a property of the released file, not a DP bound"
+        )
+        caption.append("; ".join(others) + " — " + what)
+    return "\n".join(caption) or None
+
+
+def _bound_cell(report: AttackReport, only_dp: bool = True) -> str:
     if report.bound is not None:
-        return f"≤ {report.bound:.1%}"
+        kind = bound_kind(report.bound_text)
+        if kind == "DP":
+            return f"≤ {report.bound:.1%}" + ("" if only_dp else " (DP)")
+        label = "k-anonymity 1/k" if kind == "k-anonymity bound" else kind
+        return f"≤ {report.bound:.1%} ({label})"
     # Raw answers claim no privacy; a relative bound (with vs without someone) is in the details.
     return "below" if report.bound_text and report.epsilon_spent is not None else "none"
 
