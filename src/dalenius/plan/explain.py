@@ -303,7 +303,7 @@ def explain(
     labels = {agg_ref(i): a.label for i, a in enumerate(query.aggregates)}
     labels.update({key_ref(i): k.name for i, k in enumerate(query.group_by)})
     for out in query.outputs:
-        outputs.append((out.name, _describe_output(out.expr, plan, labels)))
+        outputs.append((out.name, _describe_output(out.expr, plan, labels, confidence)))
     for i, agg in enumerate(query.aggregates):
         if agg.hidden:
             outputs.append((f"(hidden) {agg.label}", _describe_stat(plan, i)))
@@ -383,7 +383,7 @@ def _rank_error(stat: Statistic, m: Measurement, confidence: float) -> int:
     return math.ceil(bar)
 
 
-def _describe_stat(plan: DPQuery, i: int) -> str:
+def _describe_stat(plan: DPQuery, i: int, confidence: float | None = None) -> str:
     stat = plan.statistics[i]
     names = ", ".join(stat.inputs)
     if stat.kind in ("count", "sum"):
@@ -392,18 +392,53 @@ def _describe_stat(plan: DPQuery, i: int) -> str:
         s = plan.measurement(stat.inputs[0])
         prefix = f"{_g(s.center)} + " if s.center else ""
         assert stat.bounds is not None
-        return f"{prefix}{stat.inputs[0]} / {stat.inputs[1]}, clamped to [{_g(stat.bounds[0])}, {_g(stat.bounds[1])}]"
+        described = f"{prefix}{stat.inputs[0]} / {stat.inputs[1]}, clamped to [{_g(stat.bounds[0])}, {_g(stat.bounds[1])}]"
+        if confidence is not None:
+            described += _average_error(plan, i, confidence)
+        return described
     if stat.kind == "var":
         what = "standard deviation" if stat.sqrt else "variance"
         return f"{what} from {names}" + (" (n - 1)" if stat.sample else "")
     return f"bin chosen by s{i}"
 
 
-def _describe_output(expr: Expr, plan: DPQuery, labels: dict[str, str]) -> str:
+AVERAGE_ERROR_AT = (100, 1_000, 10_000)
+"""Group sizes at which explain evaluates an average's error bar (it depends on the size)."""
+
+
+def _average_error(plan: DPQuery, i: int, confidence: float) -> str:
+    """An average's error bar before any data is read, as a function of its group's size.
+
+    The released interval is that of (s ± h_s)/(n ± h_c), each measurement at confidence
+    1 − β/2 (as post-processing computes it). With every value within R of the centre,
+    |s| <= R·n, so its half-width is at most (h_s + R·h_c)/(n − h_c) for a group of n rows.
+    """
+    stat = plan.statistics[i]
+    s_m, c_m = plan.measurement(stat.inputs[0]), plan.measurement(stat.inputs[1])
+    assert stat.bounds is not None
+    level = 1 - (1 - confidence) / 2
+    hs = error_units(s_m, level) * s_m.granularity
+    hc = error_units(c_m, level)
+    reach = max(abs(stat.bounds[0] - s_m.center), abs(stat.bounds[1] - s_m.center))
+    at = [
+        f"±{_g(float((hs + reach * hc) / (n - hc)))} at n = {n:,}"
+        for n in AVERAGE_ERROR_AT
+        if n > hc
+    ]
+    pct = f"{confidence:.0%}"
+    return (
+        f"; {pct} error at most ±({_g(hs)} + {_g(reach)}·{hc})/(n − {hc}) for a group of n "
+        "rows" + (": " + ", ".join(at) if at else "")
+    )
+
+
+def _describe_output(
+    expr: Expr, plan: DPQuery, labels: dict[str, str], confidence: float | None = None
+) -> str:
     if isinstance(expr, KeyRef):
         return "group key"
     if isinstance(expr, AggRef):
-        return _describe_stat(plan, expr.index)
+        return _describe_stat(plan, expr.index, confidence)
     return f"{_describe_refs(expr, labels)} (post-processing)"
 
 
