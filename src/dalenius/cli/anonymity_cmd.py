@@ -152,7 +152,7 @@ def _table(title: str, rows: Sequence[tuple[str, str]]) -> None:
 
     table = Table(title=title, show_header=False)
     table.add_column("item", style="bold")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")
     for key, value in rows:
         table.add_row(key, value)
     Console(file=sys.stdout, width=110).print(table)

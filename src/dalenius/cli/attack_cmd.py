@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
         description=(
             "Run an attack from the course material against three targets — the raw database, "
             "a naive system adding fresh noise to every answer, and Dalenius — and print the "
-            "attacker's success with its confidence interval beside the DP bound."
+            "attacker's success with its confidence interval beside the bound each target "
+            "promises (a DP bound for Dalenius; a syntactic one for a k-anonymous file)."
         ),
     )
     actions = parser.add_subparsers(dest="attack", metavar="ATTACK", required=True)

@@ -80,7 +80,7 @@ def render(dataset: str, profiles: list[TableProfile]) -> None:
             ("> high", "right"),
             ("outside keys", "right"),
         ):
-            grid.add_column(name, justify=justify)  # type: ignore[arg-type]
+            grid.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for column in profile.columns:
             grid.add_row(
                 column.name,
