@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 from tests.server import test_browser
-from tests.server.live import LiveGateway, write_config
+from tests.server.live import LiveGateway, free_port, write_config
 
 pytestmark = pytest.mark.browser
 
@@ -83,6 +83,11 @@ UNSTYLED = """() => {
 def gateway(tmp_path_factory: pytest.TempPathFactory, demo_catalog: Path) -> Iterator[LiveGateway]:
     folder = tmp_path_factory.mktemp("screens-gateway")
     config = write_config(folder / "gateway.toml", str(folder / "gateway.sqlite"))
+    # With the PostgreSQL listener, so the Datasets page shows how clients connect.
+    text = config.read_text().replace(
+        "[limits]", f'pg_listen = "127.0.0.1:{free_port()}"\n[limits]'
+    )
+    config.write_text(text)
     live = LiveGateway(config, issue=("curator:root", "analyst:alice"))
     try:
         with live.client(live.tokens["root"]) as curator:
@@ -305,3 +310,19 @@ def test_a_grouped_result_reads_on_a_phone(
     assert page.evaluate(SMALLEST_CHART_TEXT) >= 11
     page.screenshot(path=str(screens / f"{size}-budget-spent.png"), full_page=True)
     assert problems == []
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_datasets_page_shows_how_postgresql_clients_connect(
+    browser: Browser, gateway: LiveGateway, screens: Path, size: str
+) -> None:
+    page = signed_in(browser, gateway, "alice", WIDTHS[size])
+    page.goto(f"{gateway.url}/console/#/datasets?name=census")
+    line = page.locator("pre.wrap")
+    expect(line).to_contain_text("user=alice dbname=census")
+    expect(line).to_contain_text("SET dalenius.epsilon")
+    box = line.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= WIDTHS[size][0]
+    line.scroll_into_view_if_needed()
+    page.screenshot(path=str(screens / f"{size}-datasets-clients.png"), full_page=False)
+    page.close()

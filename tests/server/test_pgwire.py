@@ -291,3 +291,26 @@ def test_a_date_parameter_is_a_date_constant(wire: Wire) -> None:
             (datetime.date(1980, 1, 1),),
         ).fetchall()
     assert len(rows) == 1 and rows[0][1] <= rows[0][0] <= rows[0][2]
+
+
+def test_me_tells_the_console_where_postgresql_clients_connect(demo_catalog: Path) -> None:
+    from dataclasses import replace
+
+    from tests.server.helpers import build_site
+
+    from dalenius.server.config import GatewayConfig
+
+    for config, expected in (
+        (GatewayConfig(), None),
+        (
+            replace(GatewayConfig(), pg_host="0.0.0.0", pg_port=5999),
+            {"host": "testserver", "port": 5999, "tls": False},
+        ),
+    ):
+        site = build_site(config, demo_catalog)
+        try:
+            me = site.client.get("/v1/me", headers=site.as_(site.analyst)).json()
+        finally:
+            site.client.close()
+            site.gateway.close()
+        assert me.get("postgres") == expected

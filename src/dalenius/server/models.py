@@ -515,6 +515,14 @@ class PrincipalList(BaseModel):
     principals: list[PrincipalInfo]
 
 
+class PostgresListener(BaseModel):
+    """Where PostgreSQL clients (psql, JDBC, BI tools) reach this gateway (docs/clients.md)."""
+
+    host: str
+    port: int
+    tls: bool
+
+
 class Me(BaseModel):
     """Who the caller is and which datasets they may use."""
 
@@ -522,6 +530,7 @@ class Me(BaseModel):
     role: str
     token_id: str
     datasets: list[str]
+    postgres: PostgresListener | None = None
 
 
 class DensityRequest(_Request):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from dalenius.server import models
 from dalenius.server.gateway import MAX_LIST
@@ -31,10 +31,27 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIST, description="The most records to
 
 
 @router.get("/me", response_model=models.Me, responses=errors(), operation_id="me")
-def me(caller: CallerDep, gateway: GatewayDep) -> models.Me:
-    """Who the token belongs to, and the datasets the caller may use."""
+def me(request: Request, caller: CallerDep, gateway: GatewayDep) -> models.Me:
+    """Who the token belongs to, the datasets the caller may use, and where PostgreSQL clients
+    reach the gateway (when its listener runs)."""
     names = [d["name"] for d in gateway.list_datasets(caller)]
-    return models.Me(name=caller.name, role=caller.role, token_id=caller.token_id, datasets=names)
+    config = gateway.config
+    postgres = None
+    if config.pg_port is not None:
+        # An all-interfaces listener is reached at the host name this client used.
+        host = config.pg_host
+        if host in ("0.0.0.0", "::", ""):
+            host = request.url.hostname or "localhost"
+        postgres = models.PostgresListener(
+            host=host, port=config.pg_port, tls=config.tls_cert is not None
+        )
+    return models.Me(
+        name=caller.name,
+        role=caller.role,
+        token_id=caller.token_id,
+        datasets=names,
+        postgres=postgres,
+    )
 
 
 @documented(router.get, "/datasets", models.DatasetList, operation_id="list_datasets")

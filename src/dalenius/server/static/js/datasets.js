@@ -39,8 +39,27 @@ function tableView(info) {
   );
 }
 
+// How to ask from psql, a BI tool or pandas, when the gateway's PostgreSQL listener runs. The
+// password is the caller's own token, which the console never shows again.
+function clientsCard(me, detail) {
+  const dataset = detail.name;
+  const first = detail.tables.find((t) => !t.public) || detail.tables[0];
+  const pg = me.postgres;
+  if (!pg) return null;
+  const ssl = pg.tls ? " sslmode=require" : "";
+  const line = `psql "host=${pg.host} port=${pg.port} user=${me.name} dbname=${dataset}${ssl}"`;
+  return h(
+    "section",
+    { class: "card" },
+    h("div", { class: "card-head" }, h("h2", { text: "Ask from psql, a BI tool or pandas" })),
+    h("p", { class: "small muted", text: "This gateway also speaks PostgreSQL's protocol: user = your name, password = your API token, database = the dataset. Every answer carries its interval as <column>_low and <column>_high, and a NOTICE with the loss spent." }),
+    h("pre", { class: "mono wrap", text: `${line}\nSET dalenius.epsilon = 0.1;\nSELECT COUNT(*) FROM ${first ? first.name : "<table>"};` }),
+    h("p", { class: "small muted", text: "DBeaver, Metabase and Tableau: the PostgreSQL driver with the same host, port and database (docs/clients.md)." }),
+  );
+}
+
 export async function datasetsPage(root, params) {
-  const { datasets } = await get("/datasets");
+  const [{ datasets }, me] = await Promise.all([get("/datasets"), get("/me")]);
   clear(root);
   root.append(pageHead("Datasets", "What each catalog declares public: tables, columns, clipping bounds and key lists. The data themselves never leave the server."));
   if (!datasets.length) {
@@ -67,6 +86,7 @@ export async function datasetsPage(root, params) {
   const detail = await get(`/datasets/${enc(chosen.name)}`);
   append(root, [
     h("div", { class: "page-head", style: "margin-top:0.5rem" }, h("h2", { text: `${detail.name}: tables` }), h("span", { class: "spacer" }), h("a", { class: "button", href: `#/query?dataset=${enc(detail.name)}`, text: "Query this dataset" })),
+    clientsCard(me, detail),
     detail.tables.map(tableView),
   ]);
 }
