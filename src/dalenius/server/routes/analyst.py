@@ -33,7 +33,8 @@ Limit = Annotated[int, Query(ge=1, le=MAX_LIST, description="The most records to
 @router.get("/me", response_model=models.Me, responses=errors(), operation_id="me")
 def me(request: Request, caller: CallerDep, gateway: GatewayDep) -> models.Me:
     """Who the token belongs to, the datasets the caller may use, and where PostgreSQL clients
-    reach the gateway (when its listener runs)."""
+    reach the gateway (when its listener runs).
+    """
     names = [d["name"] for d in gateway.list_datasets(caller)]
     config = gateway.config
     postgres = None
