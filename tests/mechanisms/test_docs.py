@@ -23,6 +23,7 @@ MECHANISM_PAGES = [
     "gaussian.md",
     "gaussian_process.md",
     "laplace.md",
+    "min_people.md",
     "partition_selection.md",
     "perturbation.md",
     "randomized_response.md",

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from tests.server.helpers import Site
+from tests.server.helpers import Site, build_site
 
 from dalenius.core.loss import PureDP
+from dalenius.server.config import GatewayConfig, Limits
 
 COUNT = "SELECT COUNT(*) FROM people WHERE age >= 40"
 GROUPED = "SELECT sex, COUNT(*), AVG(income) FROM people GROUP BY sex"
@@ -347,3 +348,27 @@ def test_console_and_openapi_are_served(site: Site) -> None:
     assert document["info"]["title"] == "Dalenius gateway"
     assert "token" in document["components"]["securitySchemes"]
     assert "http" not in "".join(page.text.split("http://www.w3.org"))  # no external resources
+
+
+def test_the_catalogs_min_people_rule_reaches_explain_and_query_over_http(
+    demo_catalog: Path, tmp_path: Path
+) -> None:
+    # The same census, with the rule set so high that no cell passes it.
+    ruled = demo_catalog.parent / "census_min_people.toml"
+    text = demo_catalog.read_text(encoding="utf-8")
+    ruled.write_text(text.replace("[dataset]\n", "[dataset]\nmin_people = 1000000\n", 1))
+    site = build_site(GatewayConfig(limits=Limits(requests_per_minute=100_000)), ruled)
+    try:
+        headers = site.as_(site.analyst)
+        body = {"sql": GROUPED, "epsilon": "0.2"}
+        plan = site.client.post("/v1/datasets/census/explain", headers=headers, json=body).json()
+        assert plan["min_people"]["people"] == 1_000_000
+        assert plan["min_people"]["threshold"] > 1_000_000
+        assert any("min_people = 1000000" in note for note in plan["notes"])
+        answered = site.client.post("/v1/datasets/census/query", headers=headers, json=body)
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["rows"] == []
+        assert site.gateway.ledger.spent("alice", "census") == PureDP(Fraction(1, 5))
+    finally:
+        site.client.close()
+        site.gateway.close()

@@ -68,11 +68,22 @@ ENGINE_SOURCES = {
 """Which source kinds each engine reads: one engine runs every query of a dataset, so all of its
 tables must be readable by that engine."""
 
-DATASET_KEYS = ("name", "description", "engine", "constant_time", "deadlines", "min_epsilon")
+DATASET_KEYS = (
+    "name",
+    "description",
+    "engine",
+    "constant_time",
+    "deadlines",
+    "min_epsilon",
+    "min_people",
+)
 TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description", "max_row_count")
 COLUMN_KEYS = ("type", "bounds", "keys", "nullable", "description")
 UNIT_KEYS = ("column", "max_rows", "max_groups")
 """Every key a catalog may use, by section (the docs test checks each is documented)."""
+
+MAX_PEOPLE = 10**6
+"""The largest ``min_people`` accepted (its threshold grows with it; a larger rule hides all)."""
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -165,6 +176,9 @@ class Catalog:
     """The sidecar file holding the calibrated deadlines (``dalenius calibrate`` writes it)."""
     min_epsilon: Fraction | None = None
     """The custodian's ε floor per release (every front end refuses a smaller ε, for free)."""
+    min_people: int | None = None
+    """The minimum-frequency rule: no released cell of a SQL query rests on fewer than this many
+    privacy units, except with the rule's small failure probability (docs/sql.md)."""
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def table(self, name: str) -> Table | None:
@@ -301,7 +315,8 @@ class _Validator:
         if unknown:
             raise self.error(
                 f"unknown key(s) {sorted(unknown)} in [dataset].",
-                fix="use name, description, engine, constant_time, deadlines and min_epsilon.",
+                fix="use name, description, engine, constant_time, deadlines, min_epsilon and "
+                "min_people.",
             )
         engine = dataset.get("engine")
         if engine is not None and engine not in ENGINES:
@@ -335,7 +350,22 @@ class _Validator:
             constant_time=constant_time,
             deadlines_path=self.deadlines_path(dataset, constant_time),
             min_epsilon=self.min_epsilon(dataset),
+            min_people=self.min_people(dataset),
         )
+
+    def min_people(self, dataset: dict[str, Any]) -> int | None:
+        """The ``min_people`` rule: a whole number of privacy units from 2 to a million, or absent."""
+        value = dataset.get("min_people")
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_PEOPLE:
+            raise self.error(
+                f"[dataset] min_people must be a whole number from 2 to {MAX_PEOPLE}, got "
+                f"{value!r}.",
+                fix="write min_people = 10, for example (no released cell rests on fewer than "
+                "10 people), or leave it out for no rule.",
+            )
+        return value
 
     def min_epsilon(self, dataset: dict[str, Any]) -> Fraction | None:
         """The ``min_epsilon`` floor: a positive number, or absent."""

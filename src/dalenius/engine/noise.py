@@ -18,7 +18,9 @@ Everything a privacy reviewer must check about a query's release is in this modu
    reserved — a plan whose audited loss exceeds what it would reserve, and the ledger keeps the
    audit line (:meth:`~dalenius.engine.session.Session.spend`).
 4. :func:`add_noise` is the only function that reads exact values: it adds the noise, applies
-   the private partition selection and runs the quantile selections. Its result — noisy integers,
+   the private partition selection, then the catalog's ``min_people`` rule (on noisy counts
+   only: post-processing, see :mod:`dalenius.plan.min_people`), and runs the quantile
+   selections. Its result — noisy integers,
    released group keys and chosen bins — is what the ledger records.
 
 Everything before (parsing, planning, the exact SQL) and after (post-processing, in
@@ -194,6 +196,7 @@ def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP | Z
         selection = mechanisms.selections[i]
         required = required_sensitivity(plan, plan.measurement(stat.inputs[0]))
         epsilon += _scaled(selection.epsilon, required, selection.sensitivity, f"quantile {i}")
+    _check_min_people(plan, mechanisms)
     if gaussian:
         if plan.selection is not None:
             raise LossDefect("a plan with Gaussian noise has a private group selection")
@@ -203,6 +206,19 @@ def audited_loss(plan: DPQuery, mechanisms: Mechanisms) -> PureDP | ApproxDP | Z
     if plan.measurement(plan.selection.measurement).kind != "degrees":
         _check_threshold(plan, mechanisms)
     return ApproxDP(epsilon, plan.selection.delta)
+
+
+def _check_min_people(plan: DPQuery, mechanisms: Mechanisms) -> None:
+    """The ``min_people`` rule must read a noisy count, so that it is post-processing."""
+    rule = plan.min_people
+    if rule is None:
+        return
+    m = plan.measurement(rule.measurement)
+    if m.kind not in ("count", "count_distinct") or mechanisms.laplace.get(m.name) is None:
+        raise LossDefect(
+            f"the min_people rule reads {m.name}, which is not a noisy count: its decision "
+            "would depend on exact values"
+        )
 
 
 def _weighted_epsilon(plan: DPQuery, m: Measurement, mechanisms: Mechanisms) -> Fraction:
@@ -307,6 +323,11 @@ def add_noise(plan: DPQuery, exact: Exact, mechanisms: Mechanisms | None = None)
         else:
             released = exact_m if mech is None else mech.release(exact_m)
         noisy_all[m.name] = [int(v) for v in released]
+    rule = plan.min_people
+    if rule is not None:
+        # Post-processing: the decision reads the noisy count of units, never an exact value.
+        people = noisy_all[rule.measurement]
+        keep = [i for i in keep if people[i] >= rule.threshold]
     groups = [exact.groups[i] for i in keep]
     values = {
         name: [vals[i] for i in keep]

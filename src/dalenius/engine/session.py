@@ -933,9 +933,13 @@ class Session:
         try:
             query, measured = self._measure_joins(resolved)
             plan = (
-                to_dp(query, eps, dlt, zcdp=zcdp)
+                to_dp(query, eps, dlt, zcdp=zcdp, min_people=catalog.min_people)
                 if measured
-                else PLANS.get(catalog, key, lambda: to_dp(query, eps, dlt, zcdp=zcdp))
+                else PLANS.get(
+                    catalog,
+                    key,
+                    lambda: to_dp(query, eps, dlt, zcdp=zcdp, min_people=catalog.min_people),
+                )
             )
         except QueryError as exc:  # a refusal while planning: point at its clause
             raise located(exc, sql) from None
@@ -966,7 +970,7 @@ class Session:
         query, measured = self._measure_joins(resolved)
         # The measurements, sensitivities and grids do not depend on ε: compile once at ε = 1
         # to read them, then again with the chosen split.
-        reference = to_dp(query, Fraction(1), dlt)
+        reference = to_dp(query, Fraction(1), dlt, min_people=self.catalog.min_people)
         allocation = allocate(reference, targets, confidence)
         return self._with_split(sql, resolved, query, measured, dlt, allocation)
 
@@ -986,7 +990,7 @@ class Session:
                 f"delta must be below 1, got {float(dlt):g}.", fix="use a small delta such as 1e-6."
             )
         query, _ = self._measure_joins(resolved)
-        return to_dp(query, Fraction(1), dlt)
+        return to_dp(query, Fraction(1), dlt, min_people=self.catalog.min_people)
 
     def _with_split(
         self,
@@ -1001,9 +1005,13 @@ class Session:
         eps, shares = allocation.epsilon, allocation.shares
         key = ("plan", sql, eps, dlt, tuple(sorted(shares.items())))
         plan = (
-            to_dp(query, eps, dlt, shares)
+            to_dp(query, eps, dlt, shares, min_people=self.catalog.min_people)
             if measured
-            else PLANS.get(self.catalog, key, lambda: to_dp(query, eps, dlt, shares))
+            else PLANS.get(
+                self.catalog,
+                key,
+                lambda: to_dp(query, eps, dlt, shares, min_people=self.catalog.min_people),
+            )
         )
         write = partial(self._exact_sql, plan, None if measured else key, None)
         return Prepared(plan=plan, write=write, tables=resolved.tables, allocation=allocation)

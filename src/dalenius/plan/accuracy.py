@@ -392,7 +392,9 @@ def allocate(plan: DPQuery, targets: Targets, confidence: float) -> Allocation:
 
 
 def _untargeted(plan: DPQuery, shares: dict[str, Fraction]) -> tuple[str, ...]:
-    """Give the private group selection (if it is a count of its own) the largest share."""
+    """Give the private group selection, and the ``min_people`` count, (when counts of their own)
+    the largest share.
+    """
     notes: list[str] = []
     for m in plan.measurements:
         if m.kind == "histogram" or m.name in shares:
@@ -403,6 +405,14 @@ def _untargeted(plan: DPQuery, shares: dict[str, Fraction]) -> tuple[str, ...]:
             notes.append(
                 f"{m.name} (the noisy count that selects groups) has no error target; it gets "
                 f"the largest share, ε = {_g(shares[m.name])}"
+            )
+            continue
+        rule = plan.min_people
+        if rule is not None and rule.measurement == m.name and shares:
+            shares[m.name] = max(shares.values())
+            notes.append(
+                f"{m.name} (the noisy count of people the min_people rule thresholds) has no "
+                f"error target; it gets the largest share, ε = {_g(shares[m.name])}"
             )
             continue
         users = [

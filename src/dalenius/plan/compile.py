@@ -20,7 +20,10 @@ Steps, in order (each visible in explain output):
    and the selection has a count of its own, weighted Gaussian selection (each unit weighs
    ``1/√d`` in each of its ``d`` groups) replaces it where the public model of
    :func:`dalenius.plan.selection.prefer_weighted` says it releases more groups.
-5. **ε split.** ε is split equally across the noisy measurements and selections (sequential
+5. **Minimum frequency.** With the catalog's ``min_people = k``, each cell's noisy count of
+   units (the selection's, or a count added for the rule and charged like any measurement) must
+   reach a threshold, chosen by :mod:`dalenius.plan.min_people`, for the cell to be released.
+6. **ε split.** ε is split equally across the noisy measurements and selections (sequential
    composition); each covers all groups at once (parallel composition).
 """
 
@@ -39,6 +42,7 @@ from dalenius.mechanisms.partition_selection import truncated_selection
 from dalenius.plan.cost import split_equally
 from dalenius.plan.expr import Col, Expr
 from dalenius.plan.functions import Bounds
+from dalenius.plan.min_people import min_people_rule
 from dalenius.plan.nodes import (
     VECTOR_KINDS,
     AggCall,
@@ -108,6 +112,7 @@ def to_dp(
     epsilon: Fraction,
     delta: Fraction | None = None,
     shares: Mapping[str, Fraction] | None = None,
+    min_people: int | None = None,
     *,
     zcdp: bool = False,
 ) -> DPQuery:
@@ -123,6 +128,8 @@ def to_dp(
         shares: an explicit split (accuracy first, :mod:`dalenius.plan.accuracy`): the ε of each
             noisy measurement and quantile selection by name (``m0``…, ``q0``…), adding up to
             ``epsilon`` exactly. Without it ε is split equally.
+        min_people: the catalog's minimum-frequency rule, if any: every cell (group, or the
+            whole table) is released only when its noisy count of units reaches a threshold.
         zcdp: the dataset is accounted in ρ-zCDP, where ε costs ρ = ε²/2: the measurements may
             then be released with discrete Gaussian noise at that ρ instead, when its expected
             errors are smaller (:func:`gaussian_variant`).
@@ -144,8 +151,9 @@ def to_dp(
             ),
             fix="pass delta (for example 1e-6), or group by columns with public keys.",
         )
-    measured = rewrite(_Needs(query).measured(select=bool(private)), Context())
-    plan = _priced(measured, epsilon, delta, shares)
+    needs = _Needs(query).measured(select=bool(private), people=min_people is not None)
+    measured = rewrite(needs, Context())
+    plan = _priced(measured, epsilon, delta, shares, min_people)
     if zcdp and shares is None:
         gaussian = gaussian_variant(plan, epsilon)
         if gaussian is not None and _smaller_errors(gaussian, plan):
@@ -172,6 +180,8 @@ def gaussian_variant(plan: DPQuery, epsilon: Fraction) -> DPQuery | None:
     """
     if plan.selection is not None or any(s.kind == "quantile" for s in plan.statistics):
         return None
+    if plan.min_people is not None:
+        return None  # the rule's failure probability is derived for Laplace noise
     if any(m.kind in VECTOR_KINDS for m in plan.measurements):
         return None
     noisy = [m.name for m in plan.measurements if m.sensitivity_units > 0]
@@ -224,6 +234,7 @@ def _priced(
     epsilon: Fraction,
     delta: Fraction | None,
     given: Mapping[str, Fraction] | None,
+    min_people: int | None = None,
 ) -> DPQuery:
     """The DP plan: ε split over ``measured``'s measurements, the selection calibrated."""
     split = _split(measured, epsilon, given)
@@ -240,16 +251,31 @@ def _priced(
         assert delta is not None
         outputs = {name for s in statistics if s.kind != "quantile" for name in s.inputs}
         at = next(i for i, x in enumerate(measurements) if x.name == measured.selection)
-        selection, measurements[at] = _selection(measurements[at], delta, outputs, measured.query)
+        selection, measurements[at] = _selection(
+            measurements[at], delta, outputs, measured.query, allow_weighted=min_people is None
+        )
         loss = ApproxDP(epsilon, delta)
     _check_mechanisms(measurements, statistics)
+    rule = None
+    if min_people is not None:
+        assert measured.people is not None
+        people = next(x for x in measurements if x.name == measured.people)
+        rule = min_people_rule(people, min_people, _per_group(people, measured.query), selection)
     return DPQuery(
         query=measured.query,
         measurements=tuple(measurements),
         statistics=tuple(statistics),
         selection=selection,
         loss=loss,
+        min_people=rule,
     )
+
+
+def _per_group(m: Measurement, query: Query) -> int:
+    """The most one unit adds to one group's count ``m`` (1 for distinct units, else its rows)."""
+    bounding = query.bounding
+    assert bounding is not None
+    return 1 if m.distinct_unit or query.unit.kind == "aggregated" else bounding.max_rows
 
 
 def _split(
@@ -282,17 +308,20 @@ def _check_mechanisms(measurements: list[Measurement], statistics: list[Statisti
 
 
 def _selection(
-    m: Measurement, delta: Fraction, outputs: set[str], query: Query
+    m: Measurement, delta: Fraction, outputs: set[str], query: Query, *, allow_weighted: bool = True
 ) -> tuple[Selection, Measurement]:
     """The selection, and its measurement (a count, or units by degree for weighted selection).
 
-    ``outputs`` names the measurements the query's statistics also release.
+    ``outputs`` names the measurements the query's statistics also release. Without
+    ``allow_weighted`` the selection is truncated: the ``min_people`` rule reads its noisy count, which
+    weighted selection does not have.
     """
     bounding = query.bounding
     assert bounding is not None
     k = min(bounding.max_rows, bounding.max_groups)
     if (
-        bounding.enforced
+        allow_weighted
+        and bounding.enforced
         and m.distinct_unit
         and m.name not in outputs
         and k > 1
@@ -310,7 +339,7 @@ def _selection(
         )
         return selection, degrees
     scale = IntegerLaplace(m.sensitivity_units, m.epsilon).scale
-    per_group = 1 if m.distinct_unit or query.unit.kind == "aggregated" else bounding.max_rows
+    per_group = _per_group(m, query)
     calibration = truncated_selection(
         scale,
         delta,
@@ -341,11 +370,19 @@ class _Needs:
         self.bounding: BoundContributions = bounding
         self.measurements: list[Measurement] = []
 
-    def measured(self, *, select: bool) -> MeasuredQuery:
-        """The query's measurements and statistics; with ``select``, a count for the selection."""
+    def measured(self, *, select: bool, people: bool = False) -> MeasuredQuery:
+        """The query's measurements and statistics; with ``select``, a count for the selection;
+        with ``people``, a count of units for the ``min_people`` rule (the selection's, if any).
+        """
         statistics = tuple(self.statistic(agg) for agg in self.query.aggregates)
-        selection = self.selection() if select else None
-        return MeasuredQuery(self.query, tuple(self.measurements), statistics, selection)
+        units = self.selection() if select or people else None
+        return MeasuredQuery(
+            self.query,
+            tuple(self.measurements),
+            statistics,
+            units if select else None,
+            units if people else None,
+        )
 
     def need(
         self,

@@ -24,6 +24,7 @@ from dalenius.plan.nodes import (
     Filter,
     Join,
     Measurement,
+    MinPeople,
     Project,
     Relation,
     Statistic,
@@ -87,10 +88,20 @@ class Explanation:
     accuracy: Allocation | None = None
     bounding: str = ""
     clips: tuple[str, ...] = ()
+    min_people: MinPeople | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         extra = {} if self.accuracy is None else {"accuracy": self.accuracy.to_dict()}
+        if self.min_people is not None:
+            rule = self.min_people
+            extra["min_people"] = {
+                "people": rule.people,
+                "measurement": rule.measurement,
+                "threshold": rule.threshold,
+                "failure": float(rule.failure),
+                "failure_exact": f"{rule.failure.numerator}/{rule.failure.denominator}",
+            }
         return extra | {
             "table": self.table,
             "privacy_unit": self.unit,
@@ -119,6 +130,12 @@ class Explanation:
             if n is None:
                 lines.append(
                     f"  group by: {column} (no public keys: groups are selected privately)"
+                )
+            elif self.min_people is not None:
+                lines.append(
+                    f"  group by: {column} ({n} public keys; a key is answered when it passes the "
+                    "min_people rule below; groups are disjoint, so each measurement's ε covers "
+                    "all of them)"
                 )
             else:
                 lines.append(
@@ -263,6 +280,13 @@ def explain(
         selects = plan.selection is not None and m.name == plan.selection.measurement
         if selects and plan.selection is not None and not plan.selection.shared:
             label += " [selection]"
+        elif (
+            not selects
+            and plan.min_people is not None
+            and m.name == plan.min_people.measurement
+            and not any(m.name in s.inputs for s in plan.statistics)
+        ):
+            label += " [min_people]"
         kind = "truncated discrete Laplace" if selects else "discrete Laplace"
         if m.gaussian:
             kind = "discrete Gaussian (L2 sensitivity at most the L1 shown)"
@@ -322,6 +346,8 @@ def explain(
             f"±{sel.threshold}); a group held by one privacy unit appears with probability "
             f"<= {float(sel.delta):g}"
         )
+    if plan.min_people is not None:
+        notes.append(min_people_note(plan.min_people))
     if query.having is not None:
         notes.append(f"HAVING {_describe_refs(query.having, labels)} on the noisy answers (free)")
     if query.order_by:
@@ -351,6 +377,18 @@ def explain(
         accuracy=accuracy,
         bounding=describe_bounding(plan.bounding, names),
         clips=tuple(dict.fromkeys(describe_clip(c, names) for c in _clips(plan))),
+        min_people=plan.min_people,
+    )
+
+
+def min_people_note(rule: MinPeople) -> str:
+    """The catalog's minimum-frequency rule as explain states it, its guarantee exactly."""
+    return (
+        f"min_people = {rule.people} (catalog): a cell is released only when its noisy "
+        f"{rule.measurement} >= {rule.threshold}; a cell of fewer than {rule.people} people is "
+        f"released with probability <= {float(rule.failure):.3g} (the rule's failure "
+        "probability per cell, not a privacy δ: the decision reads only the noisy count, so it "
+        "is post-processing and costs nothing beyond that count's ε)"
     )
 
 

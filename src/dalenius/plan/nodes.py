@@ -530,6 +530,30 @@ class Selection:
     mix: Fraction
 
 
+@dataclass(frozen=True)
+class MinPeople:
+    """The catalog's minimum-frequency rule: a cell is released only if its noisy people count
+    reaches ``threshold``.
+
+    The decision reads only the noisy count of privacy units per cell (a measurement the plan
+    charges, or the partition selection's own count), so it is post-processing and costs no
+    privacy; ``failure`` is not a δ but the rule's own guarantee: a cell of fewer than ``people``
+    units is released with probability at most ``failure`` (see ``docs/sql.md``).
+
+    Attributes:
+        measurement: the noisy count of privacy units per cell (of rows, for a row unit).
+        people: the catalog's ``min_people``.
+        threshold: the smallest noisy count released.
+        failure: the certified bound on the probability that a cell of fewer than ``people``
+            units is released.
+    """
+
+    measurement: str
+    people: int
+    threshold: int
+    failure: Fraction
+
+
 @final
 @dataclass(frozen=True)
 class MeasuredQuery:
@@ -548,12 +572,15 @@ class MeasuredQuery:
             is 0).
         selection: the measurement counting units per group for a private partition selection,
             or ``None`` when every group key has public keys.
+        people: the measurement counting units per group for the catalog's ``min_people`` rule
+            (the selection's own when there is one), or ``None`` without the rule.
     """
 
     query: Query
     measurements: tuple[Measurement, ...]
     statistics: tuple[Statistic, ...]
     selection: str | None = None
+    people: str | None = None
 
 
 @dataclass(frozen=True)
@@ -565,6 +592,7 @@ class DPQuery:
     statistics: tuple[Statistic, ...]
     selection: Selection | None
     loss: PureDP | ApproxDP | ZCDP
+    min_people: MinPeople | None = field(default=None, metadata={"omit_none": True})
 
     @property
     def group_by(self) -> tuple[GroupKey, ...]:
@@ -614,6 +642,8 @@ def _jsonable(value: Any) -> Any:
             for f in fields(value)
             if not f.metadata.get("derived")
             and not (f.metadata.get("omit_if_zero") and getattr(value, f.name) == 0)
+            # A field added later is left out while unset, so older plans keep their fingerprints.
+            and not (f.metadata.get("omit_none") and getattr(value, f.name) is None)
         }
         out["@"] = type(value).__name__
         return out

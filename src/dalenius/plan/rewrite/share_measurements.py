@@ -51,6 +51,8 @@ def share_measurements(plan: Plan, context: Context) -> Plan:
     read = {name for s in statistics for name in s.inputs}
     if plan.selection is not None:
         read.add(plan.selection)
+    if plan.people is not None:
+        read.add(plan.people)
     for m in measurements:
         if m.name in read:
             canonical[m.name] = first.setdefault(key(m), m.name)
@@ -62,6 +64,7 @@ def share_measurements(plan: Plan, context: Context) -> Plan:
         measurements=tuple(replace(m, name=names[m.name]) for m in kept),
         statistics=tuple(replace(s, inputs=tuple(rename[i] for i in s.inputs)) for s in statistics),
         selection=None if plan.selection is None else rename[plan.selection],
+        people=None if plan.people is None else rename[plan.people],
     )
     return plan if shared == plan else shared
 
