@@ -308,3 +308,17 @@ def test_min_people_is_read_from_the_catalog(tmp_path: Path) -> None:
     assert parse_catalog(five, base_dir=tmp_path).min_people == 5
     none = CATALOG.format(rule="", unit='"row"')
     assert parse_catalog(none, base_dir=tmp_path).min_people is None
+
+
+def test_an_error_target_gives_the_rules_own_count_a_share_and_says_so(tmp_path: Path) -> None:
+    session = session_for(tmp_path / "d", {"small": 3, "large": 400})
+    explained = session.explain("SELECT g, SUM(x) FROM t GROUP BY g", target_error=50)
+    measurements = explained.to_dict()["measurements"]
+    assert [m["aggregate"] for m in measurements] == ["SUM(x)", "COUNT(*) [min_people]"]
+    # The people count has no target of its own: it gets the largest share, and a note says so.
+    assert measurements[1]["epsilon"] == max(m["epsilon"] for m in measurements) > 0
+    assert explained.accuracy is not None
+    assert any("min_people rule thresholds" in note for note in explained.accuracy.notes)
+    assert explained.loss.epsilon == sum(  # type: ignore[union-attr]
+        Fraction(m["epsilon_exact"]) for m in measurements
+    )
