@@ -222,6 +222,8 @@ def test_a_whole_table_aggregate_below_the_rule_is_not_released(tmp_path: Path) 
     session = session_for(tmp_path / "d", {"small": 3}, rule="min_people = 1000")
     answer = session.query("SELECT SUM(x) AS s FROM t", epsilon=1)
     assert answer.rows == ()
+    # The answer says why a cell may be missing (from the plan, whatever the data).
+    assert any(note.startswith("min_people = 1000 (catalog)") for note in answer.notes)
     # And with people enough, it is.
     session = session_for(tmp_path / "e", {"large": 3000}, rule="min_people = 10")
     assert len(session.query("SELECT SUM(x) AS s FROM t", epsilon=1).rows) == 1

@@ -37,6 +37,7 @@ from dalenius.engine.noise import Exact, GroupKeyTuple, Noisy
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
+from dalenius.plan.explain import min_people_note
 from dalenius.plan.expr import Col, Func, aggregates_read, columns, walk
 from dalenius.plan.functions import FUNCTIONS
 from dalenius.plan.hints import query_notes
@@ -202,8 +203,13 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
         highs=tuple(zip(*cols_highs, strict=True)) if rows else (),
         kinds=tuple(kinds),
         rank_errors=tuple(rank_errors),
-        notes=query_notes(query),
+        notes=query_notes(query) + _rule_notes(plan),
     )
+
+
+def _rule_notes(plan: DPQuery) -> tuple[str, ...]:
+    """The catalog's ``min_people`` rule, so that a missing cell is explained (from the plan only)."""
+    return () if plan.min_people is None else (min_people_note(plan.min_people),)
 
 
 def _sorter(item: OrderItem, envs: list[dict[str, Any]]) -> Callable[[int], tuple[bool, Any]]:
