@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -54,6 +55,10 @@ def test_explain_spends_nothing_and_query_spends_what_explain_said(site: Site) -
     assert len(plan["measurements"]) >= 2 and all(m["error"] > 0 for m in plan["measurements"])
     assert plan["bounding"].startswith("BoundContributions(")
     assert plan["clips"] and all(c.startswith("Clip(") for c in plan["clips"])
+    # Beside each error, the floor no (ε, δ)-DP mechanism beats (course document 004, Thm 4).
+    for m in plan["measurements"]:
+        assert 0 < m["lower_bound"] <= m["sensitivity"] / (2 * (1 + math.exp(m["epsilon"])))
+    assert "Theorem 4" in plan["lower_bound_basis"]
     assert site.gateway.ledger.spent("alice", "census") == PureDP(Fraction(0))
 
     answered = site.client.post("/v1/datasets/census/query", headers=headers, json=body)

@@ -99,6 +99,10 @@ def test_sign_in_explain_query_chart_and_budget(browser: Browser, gateway: LiveG
         ).json()
     rows = page.locator("#explain-panel table.data tbody tr")
     expect(rows).to_have_count(len(plan["measurements"]))
+    # The floor γ no (ε, δ)-DP mechanism beats, beside each error, and what it means.
+    floor = rows.first.locator("td").nth(6)
+    expect(floor).to_contain_text(f"{plan['measurements'][0]['lower_bound']:.4g}"[:4])
+    expect(page.locator("#explain-floor")).to_have_text(plan["lower_bound_basis"])
     expect(page.locator("#budget-remaining")).to_have_attribute("data-remaining", "1")
 
     page.click("#run-button")

@@ -12,11 +12,13 @@ from fractions import Fraction
 from typing import Any
 
 from dalenius.core.loss import ZCDP, ApproxDP, PureDP
+from dalenius.mechanisms.calibration import accuracy_lower_bound
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.gaussian import IntegerGaussian, gaussian_error_bar
 from dalenius.plan.accuracy import Allocation
 from dalenius.plan.expr import AggRef, Expr, KeyRef, render
 from dalenius.plan.hints import combined_notes, query_hints
+from dalenius.plan.lower_bound import BASIS, measurement_floor
 from dalenius.plan.nodes import (
     BoundContributions,
     Clip,
@@ -50,6 +52,9 @@ class MeasurementCost:
     error: float
     mechanism: str
     rho: Fraction = Fraction(0)
+    lower_bound: Fraction | None = None
+    """γ: no (ε, δ)-DP mechanism beats it (see :mod:`dalenius.plan.lower_bound`); ``None`` when
+    the theorem does not apply to the line (a selection's rank error)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (a Gaussian measurement also gives its share of ρ; its
@@ -63,6 +68,7 @@ class MeasurementCost:
             "epsilon_exact": f"{self.epsilon.numerator}/{self.epsilon.denominator}",
             "noise_scale": float(self.scale),
             "error": self.error,
+            "lower_bound": None if self.lower_bound is None else float(self.lower_bound),
             "mechanism": self.mechanism,
         }
         if self.rho:
@@ -115,6 +121,7 @@ class Explanation:
             "notes": list(self.notes),
             "confidence": self.confidence,
             "exact_sql": self.exact_sql,
+            "lower_bound_basis": BASIS,
         }
 
     def __str__(self) -> str:
@@ -162,15 +169,19 @@ class Explanation:
             )
         width = max([28, *(len(m.label) + 2 for m in self.measurements)])
         share, scale = ("share", "scale/σ") if gaussian else ("ε", "scale")
-        header = f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{share:>12}{scale:>12}{pct + ' error':>14}"
+        header = (
+            f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{share:>12}{scale:>12}"
+            f"{pct + ' error':>14}{'floor γ':>12}"
+        )
         lines.append(header)
         for m in self.measurements:
             part = _g(m.epsilon)
             if gaussian:
                 part = f"ρ {_g(m.rho)}" if m.rho else f"ε {_g(m.epsilon)}"
+            floor = "—" if m.lower_bound is None else "±" + _g(m.lower_bound)
             lines.append(
                 f"  {m.name:<4}{m.label:<{width}}{_g(m.sensitivity):>12}{part:>12}"
-                f"{_g(m.scale):>12}{'±' + _g(m.error):>14}"
+                f"{_g(m.scale):>12}{'±' + _g(m.error):>14}{floor:>12}"
             )
         lines.append("")
         lines.append("Outputs (post-processing, free):")
@@ -184,6 +195,7 @@ class Explanation:
         lines.append(
             "Errors cover the noise only, not bias from clipping values to the public bounds."
         )
+        lines.append(BASIS)
         return "\n".join(lines)
 
 
@@ -233,6 +245,8 @@ def _weighted_cost(
         scale=sigma,
         error=float(error),
         mechanism="weighted discrete Gaussian (L2 sensitivity 1)",
+        # One unit moves one group's weight by at most 1 (a unit holding a single group).
+        lower_bound=accuracy_lower_bound(1, m.epsilon, plan.selection.delta),
     )
 
 
@@ -290,6 +304,8 @@ def explain(
         kind = "truncated discrete Laplace" if selects else "discrete Laplace"
         if m.gaussian:
             kind = "discrete Gaussian (L2 sensitivity at most the L1 shown)"
+        # The truncated noise of a selection is (ε, δ)-DP; plain discrete Laplace is pure ε.
+        delta = plan.selection.delta if selects and plan.selection is not None else Fraction(0)
         costs.append(
             MeasurementCost(
                 name=m.name,
@@ -300,6 +316,8 @@ def explain(
                 error=float(error),
                 mechanism=kind if mech is not None else "none (sensitivity 0)",
                 rho=m.rho,
+                # γ is stated for (ε, δ) mechanisms; a Gaussian measurement's ρ share shows none.
+                lower_bound=None if m.gaussian else measurement_floor(m, delta),
             )
         )
     for i, stat in enumerate(plan.statistics):

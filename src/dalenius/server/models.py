@@ -302,6 +302,12 @@ class Measurement(_Response):
     epsilon_exact: str
     noise_scale: float
     error: float
+    lower_bound: float | None = Field(
+        default=None,
+        description="γ: no (ε, δ)-DP mechanism has a worst-case mean absolute error below it on "
+        "this measurement's answers (course document 004, Theorem 4); null where the theorem "
+        "does not apply (a selection's rank error).",
+    )
     mechanism: str
 
 
@@ -327,6 +333,9 @@ class Explanation(_Response):
     confidence: float
     exact_sql: str
     notes: list[str] = []
+    lower_bound_basis: str = Field(
+        default="", description="What each measurement's lower_bound means, with its citation."
+    )
     accuracy: dict[str, Any] | None = Field(
         default=None, description="With a target: how ε was chosen (docs/accuracy.md)."
     )

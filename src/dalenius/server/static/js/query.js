@@ -127,6 +127,7 @@ function explainView(data) {
     td(fmtEps(m.epsilon), "num"),
     td(fmt(m.noise_scale), "num"),
     td(`± ${fmt(m.error)}`, "num"),
+    td(m.lower_bound === null || m.lower_bound === undefined ? "—" : `± ${fmt(m.lower_bound)}`, "num"),
     h("span", { class: "small muted", text: m.mechanism }),
   ]);
   const context = [];
@@ -151,10 +152,11 @@ function explainView(data) {
     h("dl", { class: "facts" }, context),
     h("h3", { text: "Noisy measurements", style: "margin-top:1rem" }),
     table(
-      ["", "Aggregate", { label: "Sensitivity", num: true }, { label: "ε", num: true }, { label: "Noise scale", num: true }, { label: `${pct} error`, num: true }, "Mechanism"],
+      ["", "Aggregate", { label: "Sensitivity", num: true }, { label: "ε", num: true }, { label: "Noise scale", num: true }, { label: `${pct} error`, num: true }, { label: "Floor γ", num: true }, "Mechanism"],
       rows,
       { label: "Noisy measurements" },
     ),
+    data.lower_bound_basis ? h("p", { class: "small muted", id: "explain-floor", text: data.lower_bound_basis }) : null,
     h("h3", { text: "Outputs (post-processing, free)", style: "margin-top:1rem" }),
     h("ul", { class: "small" }, (data.outputs || []).map((o) => h("li", {}, h("span", { class: "mono", text: o.name }), " = ", h("span", { class: "mono", text: o.computed_as })))),
     (data.notes || []).map((text) => h("p", { class: "note", text })),
