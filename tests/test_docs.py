@@ -20,7 +20,7 @@ def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPa
     return {}
 
 
-@pytest.mark.parametrize("command", ["query", "explain", "demo", "batch"])
+@pytest.mark.parametrize("command", ["query", "explain", "demo", "batch", "perturb"])
 def test_every_option_of_query_explain_demo_is_in_cli_md(command: str) -> None:
     text = (DOCS / "cli.md").read_text()
     assert f"`dalenius {command}`" in text

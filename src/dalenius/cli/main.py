@@ -55,6 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "synth_cmd",
         "release synthetic microdata of a table (MST: 1-way and 2-way marginals, tree model)",
     ),
+    "perturb": (
+        "perturb_cmd",
+        "release every row of a table with each value perturbed (record perturbation)",
+    ),
     "calibrate": ("calibrate_cmd", "measure constant-time release deadlines on adversarial tables"),
     "catalog": ("catalog_cmd", "custodian tools for a catalog (check it against the data)"),
     "attack": (
@@ -77,6 +81,7 @@ LOADS_TABLES = frozenset(
         "density",
         "hierarchy",
         "synthesize",
+        "perturb",
         "catalog",
         "download",
     }

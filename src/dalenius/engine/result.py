@@ -14,6 +14,7 @@ from dalenius.engine.postprocess import Answer
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
 from dalenius.releases.onthemap import OnTheMapRelease
+from dalenius.releases.perturbation import PerturbationRelease
 from dalenius.releases.synthetic import SyntheticRelease
 
 if TYPE_CHECKING:
@@ -322,6 +323,19 @@ class DensityResult(ReleaseResult[DensityRelease]):
             f"Density of {', '.join(r.columns)}: {grid}; peak {peak:.4g}; "
             f"noisy count {r.count}; {round(r.confidence * 100)}% bands.\n" + self.footer()
         )
+
+
+@dataclass(frozen=True)
+class PerturbationResult(ReleaseResult[PerturbationRelease]):
+    """Perturbed rows with their error table, the loss spent and the budget left.
+
+    Attributes:
+        release: the rows and the error table
+            (:class:`~dalenius.releases.perturbation.PerturbationRelease`).
+    """
+
+    def __str__(self) -> str:
+        return f"{self.release}\n{self.footer()}"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ from dalenius.engine.result import (
     DensityResult,
     HierarchyResult,
     OnTheMapResult,
+    PerturbationResult,
     ReleaseResult,
     Result,
     SyntheticResult,
@@ -99,6 +100,7 @@ from dalenius.plan.rewrite import Context, rewrite, unmeasured
 from dalenius.releases.density import DensityPlan, DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRequest, plan_onthemap
+from dalenius.releases.perturbation import PerturbationRequest, plan_perturbation
 from dalenius.releases.synthetic import SynthPlan, SynthRequest, plan_synthetic
 from dalenius.sql.bind import Resolved, to_query
 from dalenius.sql.emit import ExactSQL, exact_queries
@@ -116,6 +118,7 @@ RESULTS: dict[str, type[ReleaseResult[Any]]] = {
     "hierarchy": HierarchyResult,
     "synthetic": SyntheticResult,
     "onthemap": OnTheMapResult,
+    "perturbation": PerturbationResult,
 }
 """The result class of each product kind (others get :class:`ReleaseResult`)."""
 MAX_JOIN_MULTIPLICITY = 1000
@@ -666,6 +669,36 @@ class Session:
             build, text=text, confidence=confidence, idempotency_key=idempotency_key
         )
         return cast(DensityResult, result)
+
+    def perturb(
+        self,
+        table: str,
+        columns: str | Sequence[str],
+        *,
+        epsilon: Any,
+        delta: Any = None,
+        tight: bool = False,
+        confidence: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> PerturbationResult:
+        """Release every row of ``table`` with each value of ``columns`` perturbed (course
+        document 004's record perturbation), with its error table; the number of rows released
+        is private. Pure ε, or (ε, δ) on an (ε, δ) dataset. See
+        ``docs/releases/perturbation.md``.
+        """
+        request = PerturbationRequest(
+            table, (columns,) if isinstance(columns, str) else tuple(columns), tight=tight
+        )
+
+        def build(catalog: Catalog) -> ReleasePlan[Any]:
+            eps, dlt, _ = _loss_arguments(epsilon, delta, None)
+            return plan_perturbation(catalog, request, epsilon=eps, delta=dlt)
+
+        text = f"PERTURB({', '.join(request.columns)}) FROM {table}"
+        result = self.spend(
+            build, text=text, confidence=confidence, idempotency_key=idempotency_key
+        )
+        return cast(PerturbationResult, result)
 
     def hierarchy(
         self,

@@ -12,6 +12,8 @@ the plan through the data gate and records it in the ledger like any query.
   on a privately chosen tree, a tree model, rows sampled from it).
 * :mod:`~dalenius.releases.onthemap`: synthetic origin–destination rows with OnTheMap's
   Multinomial–Dirichlet synthesizer (Machanavajjhala et al. 2008).
+* :mod:`~dalenius.releases.perturbation`: every row of a table with each value perturbed (record
+  perturbation, course document 004), a private number of rows.
 """
 
 from dalenius.releases.density import (
@@ -28,6 +30,12 @@ from dalenius.releases.hierarchy import (
     plan_hierarchy,
 )
 from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRelease, OnTheMapRequest, plan_onthemap
+from dalenius.releases.perturbation import (
+    PerturbationPlan,
+    PerturbationRelease,
+    PerturbationRequest,
+    plan_perturbation,
+)
 from dalenius.releases.synthetic import SyntheticRelease, SynthPlan, SynthRequest, plan_synthetic
 
 __all__ = [
@@ -40,12 +48,16 @@ __all__ = [
     "OnTheMapPlan",
     "OnTheMapRelease",
     "OnTheMapRequest",
+    "PerturbationPlan",
+    "PerturbationRelease",
+    "PerturbationRequest",
     "SynthPlan",
     "SynthRequest",
     "SyntheticRelease",
     "plan_density",
     "plan_hierarchy",
     "plan_onthemap",
+    "plan_perturbation",
     "plan_synthetic",
     "rho_for",
 ]

@@ -1,0 +1,410 @@
+"""Record perturbation (course document 004): every row of a table published, each value noised.
+
+Course document 004 perturbs the *database*: each record ``d`` of a public interval ``D`` is
+published as ``d + L`` (:class:`~dalenius.mechanisms.perturbation.RecordPerturbation`, whose
+(ε, δ) calibration the course gives and Dalenius certifies for its discrete noise). The course's
+neighbouring tables differ in one *replaced* record, so the number of rows is public there.
+Dalenius's neighbours differ by one privacy unit *added or removed* (``docs/privacy.md``), and
+publishing exactly ``n`` rows would tell whether a row is present. So the number of rows
+released is itself private:
+
+1. ``n̂ = max(0, n + Z)``, ``Z`` discrete Laplace of scale ``1/ε_n`` (one row moves ``n`` by 1);
+2. if ``n̂ >= n``: the ``n`` rows plus ``n̂ − n`` *dummy* rows, every value at its domain's
+   midpoint; if ``n̂ < n``: a uniformly random ``n̂`` of the rows;
+3. every value of every released row perturbed by its column's record mechanism at
+   ``(ε_r/c, δ/c)`` for ``c`` columns, and the rows shuffled uniformly.
+
+Privacy, for tables ``D`` and ``D' = D + {x}`` (the proof is in ``docs/releases/perturbation.md``):
+given ``n̂ = k``, the two outputs can be coupled so that they differ in one row before the noise
+(``x`` against a dummy when ``k > n``; ``x`` against a random row of ``D``, or not at all, when
+``k <= n``); each released row is ``(ε_r, δ)``-indistinguishable from any other in ``D``
+(basic composition over its ``c`` values), mixing and shuffling are post-processing. Composed with
+the count: ``(ε_n + ε_r, δ)``. Only tables whose privacy unit is one row are released: a unit
+of ``R`` rows would need group privacy (``R·ε`` and a δ growing like ``e^{(R−1)ε}``).
+
+Float safety is the record mechanism's: values clamped to ``D``, on a power-of-two grid,
+discrete Laplace noise with its δ(ε) certified exactly. NULL values are released as the
+midpoint's perturbation (NULL-ness is not published).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from dalenius.core.catalog import Catalog, Table
+from dalenius.core.dialect import Dialect
+from dalenius.core.errors import InvalidLossError, QueryError
+from dalenius.core.loss import ApproxDP, Loss, PureDP
+from dalenius.core.rng import RandomSource, system_random
+from dalenius.core.unit import RowUnit
+from dalenius.mechanisms._exact import uniform_below
+from dalenius.mechanisms.calibration import accuracy_lower_bound
+from dalenius.mechanisms.laplace import IntegerLaplace
+from dalenius.mechanisms.perturbation import RecordPerturbation, discrete_laplace_delta
+from dalenius.plan.protocol import (
+    Fetch,
+    Measure,
+    Measured,
+    loss_parts,
+    recorded,
+    register_product,
+    request_doc,
+)
+
+PERTURB_FORMAT = "perturbation-1"
+"""The ledger record's format: the request and the released (noisy, shuffled) rows."""
+
+COUNT_SHARE = Fraction(1, 20)
+"""The share of ε spent on the number of rows released."""
+
+
+@dataclass(frozen=True)
+class PerturbationRequest:
+    """What the analyst asks: every row of ``table``, its ``columns`` perturbed.
+
+    Attributes:
+        table: the private table (its privacy unit must be one row).
+        columns: numeric columns with public bounds (the domains ``D``).
+        tight: calibrate with the tight ``diam/(ε − 2·ln(1−δ))`` instead of the course's bound.
+    """
+
+    table: str
+    columns: tuple[str, ...]
+    tight: bool = False
+
+
+@dataclass(frozen=True)
+class ColumnError:
+    """One column's line of the error table (all free: computed from the plan, not the data)."""
+
+    column: str
+    low: Fraction
+    high: Fraction
+    epsilon: Fraction
+    delta: Fraction
+    scale: Fraction
+    mean_error: float
+    error: float
+    lower_bound: Fraction
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "column": self.column,
+            "low": float(self.low),
+            "high": float(self.high),
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "scale": float(self.scale),
+            "mean_abs_error": self.mean_error,
+            "error": self.error,
+            "lower_bound": float(self.lower_bound),
+        }
+
+
+@dataclass(frozen=True)
+class PerturbationPlan:
+    """A record-perturbation release ready to run: the statement, the mechanisms, the loss."""
+
+    request: PerturbationRequest
+    table: Table
+    loss: Loss
+    count: IntegerLaplace = field(compare=False)
+    records: tuple[RecordPerturbation, ...] = field(compare=False)
+
+    kind: ClassVar[str] = "perturbation"
+    answer_format: ClassVar[str] = PERTURB_FORMAT
+    plan_class: ClassVar[str] = "perturbation"
+
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        """The one table read."""
+        return (self.table,)
+
+    @property
+    def text(self) -> str:
+        """The audit trail's text: what the analyst asked."""
+        tight = "; tight" if self.request.tight else ""
+        return f"PERTURB({', '.join(self.request.columns)}{tight}) FROM {self.request.table}"
+
+    def fingerprint(self) -> str:
+        """A hash naming exactly what is released (for the ledger and repeated requests)."""
+        payload = {
+            "kind": "perturbation",
+            "request": request_doc(self.request),
+            "domains": [[str(m.low), str(m.high)] for m in self.records],
+            "loss": str(self.loss),
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def privacy_map(self) -> Loss:
+        """The loss recomputed from the mechanisms: the count's ε at sensitivity 1, and each
+        column's (ε, δ) re-certified from its grid shift and scale (exact δ of discrete Laplace).
+        """
+        epsilon = self.count.epsilon * Fraction(1) / self.count.sensitivity
+        delta = Fraction(0)
+        for m in self.records:
+            epsilon += m.epsilon
+            delta += discrete_laplace_delta(m.grid_shift, m.unit_scale, m.epsilon)
+        return PureDP(epsilon) if delta == 0 else ApproxDP(epsilon, delta)
+
+    def sql(self, dialect: Dialect) -> str:
+        """The exact statement: the columns of every row (read behind the gate only)."""
+        cols = ", ".join(dialect.quote(c) for c in self.request.columns)
+        return f"SELECT {cols} FROM {dialect.quote(self.table.name)}"
+
+    def prepare(self, dialect: Dialect, salt: int) -> Measure[npt.NDArray[np.float64]]:
+        """The statement now; the rows, the count's noise and the values' noise behind the gate."""
+        statement = self.sql(dialect)
+        reads = [(self.table.name, list(self.request.columns))]
+
+        def measure(fetch: Fetch) -> Measured[npt.NDArray[np.float64]]:
+            rows = fetch(statement, reads)
+            noisy = self.noise(rows)
+            record = {
+                "format": PERTURB_FORMAT,
+                "request": request_doc(self.request),
+                "rows": noisy.tolist(),
+            }
+            return Measured(json.dumps(record), noisy)
+
+        return measure
+
+    def noise(
+        self, rows: Sequence[Sequence[Any]], rng: RandomSource | None = None
+    ) -> npt.NDArray[np.float64]:
+        """The released rows: a private number of them, each value perturbed, shuffled."""
+        source = rng or system_random()
+        width = len(self.records)
+        mids = [float((m.low + m.high) / 2) for m in self.records]
+        exact = np.array(
+            [[mids[j] if r[j] is None else float(r[j]) for j in range(width)] for r in rows],
+            dtype=np.float64,
+        ).reshape(len(rows), width)
+        for j, m in enumerate(self.records):
+            # NaN is released as NULL is; infinities clamp to the domain like any value.
+            exact[:, j] = np.nan_to_num(
+                exact[:, j], nan=mids[j], posinf=float(m.high), neginf=float(m.low)
+            )
+        n = exact.shape[0]
+        released = max(0, int(self.count.release(np.array([n], dtype=np.int64), rng=source)[0]))
+        order = _shuffled(n, source)
+        if released <= n:
+            chosen = exact[order[:released]]
+        else:
+            dummies = np.tile(np.array(mids, dtype=np.float64), (released - n, 1))
+            chosen = np.vstack([exact, dummies])
+        out = np.empty_like(chosen)
+        for j, m in enumerate(self.records):
+            out[:, j] = m.release(chosen[:, j], rng=source) if released else chosen[:, j]
+        return out[_shuffled(released, source)]
+
+    def decode(self, record: str) -> npt.NDArray[np.float64]:
+        """The released rows of a ledger record."""
+        doc = recorded(record, PERTURB_FORMAT)
+        return np.asarray(doc["rows"], dtype=np.float64).reshape(-1, len(self.records))
+
+    def publish(self, value: npt.NDArray[np.float64], confidence: float) -> PerturbationRelease:
+        """The rows and the error table (post-processing: reads no data)."""
+        return PerturbationRelease(
+            columns=self.request.columns,
+            rows=value,
+            errors=self.errors(confidence),
+            count_error=int(self.count.error_bar(confidence)),
+            count_epsilon=self.count.epsilon,
+            confidence=confidence,
+            loss=self.loss,
+        )
+
+    def errors(self, confidence: float) -> tuple[ColumnError, ...]:
+        """Each column's scale, mean |error|, error bar and the floor γ no mechanism beats."""
+        out = []
+        for column, m in zip(self.request.columns, self.records, strict=True):
+            # Discrete Laplace of scale t grid steps: E|X| = 2q/(1 − q²), q = e^(−1/t).
+            q = math.exp(-1 / float(m.unit_scale))
+            mean = float(m.granularity) * 2 * q / (1 - q * q)
+            out.append(
+                ColumnError(
+                    column=column,
+                    low=m.low,
+                    high=m.high,
+                    epsilon=m.epsilon,
+                    delta=m.delta,
+                    scale=m.scale,
+                    mean_error=mean,
+                    error=m.error_bar(confidence),
+                    lower_bound=accuracy_lower_bound(m.high - m.low, m.epsilon, m.delta),
+                )
+            )
+        return tuple(out)
+
+
+def _shuffled(n: int, rng: RandomSource) -> npt.NDArray[np.int64]:
+    """A uniformly random permutation of ``range(n)`` (Fisher–Yates on the given source)."""
+    order = np.arange(n, dtype=np.int64)
+    for i in range(n - 1, 0, -1):
+        j = uniform_below(i + 1, rng)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+@dataclass(frozen=True)
+class PerturbationRelease:
+    """The released rows and the error table.
+
+    ``rows`` has one column per requested column; their number is private (see the module), so
+    a few rows may be dummies (the domain's midpoint, perturbed) or missing.
+    """
+
+    columns: tuple[str, ...]
+    rows: npt.NDArray[np.float64]
+    errors: tuple[ColumnError, ...]
+    count_error: int
+    count_epsilon: Fraction
+    confidence: float
+    loss: Loss
+
+    def to_json(self) -> dict[str, Any]:
+        """The rows and the error table as JSON."""
+        return {
+            "columns": list(self.columns),
+            "rows": self.rows.tolist(),
+            "errors": [e.to_json() for e in self.errors],
+            "rows_released": int(self.rows.shape[0]),
+            "rows_error": self.count_error,
+            "confidence": self.confidence,
+        }
+
+    def to_pandas(self) -> Any:
+        """The released rows as a table."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(self.columns))
+
+    def __str__(self) -> str:
+        pct = f"{self.confidence:.0%}"
+        lines = [
+            f"{self.rows.shape[0]} rows released (their number is noisy: within "
+            f"±{self.count_error} of the table's at {pct}, ε {float(self.count_epsilon):.4g}; "
+            "missing rows are dropped at random, extra ones are dummies at the midpoint).",
+            "",
+            f"  {'column':<20}{'domain':>22}{'ε':>10}{'δ':>10}{'scale b':>12}"
+            f"{'mean |err|':>12}{pct + ' error':>12}{'floor γ':>12}",
+        ]
+        for e in self.errors:
+            domain = f"[{_g(e.low)}, {_g(e.high)}]"
+            lines.append(
+                f"  {e.column:<20}{domain:>22}{_g(e.epsilon):>10}{_g(e.delta):>10}"
+                f"{_g(e.scale):>12}{_g(e.mean_error):>12}{'±' + _g(e.error):>12}"
+                f"{'±' + _g(e.lower_bound):>12}"
+            )
+        lines.append("")
+        lines.append(
+            "Per value: scale b of the Laplace noise; mean |error| and the error bar cover the "
+            "noise and the grid (not the clamping to the domain); floor γ: no (ε, δ)-DP mechanism "
+            "on that domain has a smaller worst-case mean |error| (course document 004, Theorem 4)."
+        )
+        return "\n".join(lines)
+
+
+def plan_perturbation(
+    catalog: Catalog,
+    request: PerturbationRequest,
+    *,
+    epsilon: Fraction | None,
+    delta: Fraction | None,
+) -> PerturbationPlan:
+    """Validate a record-perturbation request and calibrate its noise; reads no data.
+
+    Raises:
+        QueryError: the table or a column cannot be used.
+        InvalidLossError: no ε, or a δ outside [0, 1).
+    """
+    table = catalog.table(request.table)
+    if table is None:
+        raise QueryError(
+            f"there is no table {request.table!r} in the catalog.", fix="check the table's name."
+        )
+    if not isinstance(table.privacy_unit, RowUnit):
+        raise QueryError(
+            f"table {table.name!r} protects a unit of several rows; record perturbation "
+            "protects one row.",
+            why="a unit of R rows would need group privacy: R·ε, and a δ growing like e^((R−1)ε).",
+            fix="release a density, a hierarchy or synthetic rows of this table instead.",
+        )
+    if not request.columns or len(set(request.columns)) != len(request.columns):
+        raise QueryError(
+            "name each column to perturb once.", fix="pass --column age --column hours, say."
+        )
+    if epsilon is None or epsilon <= 0:
+        raise InvalidLossError(
+            "record perturbation needs epsilon > 0.", fix="pass epsilon=1, for example."
+        )
+    d = Fraction(0) if delta is None else delta
+    if not 0 <= d < 1:
+        raise InvalidLossError(f"delta must be in [0, 1), got {float(d):g}.", fix="use 1e-6.")
+    count_eps = epsilon * COUNT_SHARE
+    share = (epsilon - count_eps) / len(request.columns)
+    records = tuple(
+        RecordPerturbation(*_domain(table, c), share, d / len(request.columns), tight=request.tight)
+        for c in request.columns
+    )
+    loss: Loss = PureDP(epsilon) if d == 0 else ApproxDP(epsilon, d)
+    return PerturbationPlan(
+        request=request,
+        table=table,
+        loss=loss,
+        count=IntegerLaplace(1, count_eps),
+        records=records,
+    )
+
+
+def _domain(table: Table, name: str) -> tuple[Fraction, Fraction]:
+    column = table.column(name)
+    if column is None or column.type not in ("int", "float") or column.bounds is None:
+        raise QueryError(
+            f"column {name!r} of {table.name!r} is not a numeric column with public bounds.",
+            why="each value is clamped to its column's public domain D, whose diameter sets "
+            "the noise.",
+            fix="choose a numeric column whose bounds the catalog declares.",
+        )
+    low, high = column.bounds
+    return Fraction(low), Fraction(high)
+
+
+def _g(x: Fraction | float) -> str:
+    value = float(x)
+    return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+
+
+@dataclass(frozen=True)
+class PerturbationKind:
+    """How a record perturbation is planned again from its ledger record (fetch by entry id)."""
+
+    answer_format: ClassVar[str] = PERTURB_FORMAT
+
+    def plan_again(self, catalog: Catalog, request: Any, loss: Loss) -> PerturbationPlan:
+        """The plan of the recorded request under the loss it was charged."""
+        epsilon, delta, _ = loss_parts(loss)
+        return plan_perturbation(
+            catalog,
+            PerturbationRequest(
+                table=request["table"],
+                columns=tuple(request["columns"]),
+                tight=bool(request["tight"]),
+            ),
+            epsilon=epsilon,
+            delta=delta,
+        )
+
+
+register_product(PerturbationKind())
