@@ -29,10 +29,10 @@ from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.engine.session import connect
 from dalenius.mechanisms.calibration import accuracy_lower_bound
-from dalenius.mechanisms.perturbation import RecordPerturbation
 from dalenius.plan.protocol import within
 from dalenius.releases.perturbation import (
     COUNT_SHARE,
+    NumberPerturbation,
     PerturbationPlan,
     PerturbationRequest,
     plan_perturbation,
@@ -55,7 +55,7 @@ def test_the_loss_is_split_and_recomputed_from_the_mechanisms(adult: Any) -> Non
     assert all(m.delta == Fraction(1, 2 * 10**6) for m in plan.records)
     assert within(plan.privacy_map(), plan.loss)
     # A column drawn with more ε than its share (narrower noise) is caught by the audit.
-    greedy = RecordPerturbation(0, 5000, Fraction(1), Fraction(1, 2 * 10**6))
+    greedy = NumberPerturbation(0, 5000, Fraction(1), Fraction(1, 2 * 10**6))
     assert not within(
         dataclasses.replace(plan, records=(plan.records[0], greedy)).privacy_map(), plan.loss
     )
@@ -73,11 +73,15 @@ def test_the_course_calibration_and_its_tight_form(adult: Any) -> None:
         assert float(a.scale) >= diam / (float(a.epsilon) - math.log(1 - float(a.delta)))
 
 
+def session_plan(adult: Any) -> PerturbationPlan:
+    return plan_perturbation(adult, REQUEST, epsilon=Fraction(1, 2), delta=None)
+
+
 class Identity:
     """The values' noise replaced by nothing, to see the rows the noise is added to."""
 
     def __init__(self, real: Any) -> None:
-        self.low, self.high = real.low, real.high
+        self.dummy, self.encode, self.decode = real.dummy, real.encode, real.decode
 
     def release(self, values: Any, *, rng: Any = None) -> Any:
         return np.asarray(values, dtype=np.float64)
@@ -145,7 +149,9 @@ def test_a_release_is_charged_once_and_a_repeat_is_free(adult: Any, tmp_path: Pa
     table = first.release.errors
     assert [e.column for e in table] == ["age", "capital_loss"]
     for e in table:
-        assert e.lower_bound == accuracy_lower_bound(e.high - e.low, e.epsilon, e.delta)
+        m = next(r for r in session_plan(adult).records if r.domain == e.domain)
+        assert isinstance(m, NumberPerturbation)
+        assert e.lower_bound == accuracy_lower_bound(m.high - m.low, e.epsilon, e.delta)
         assert 0 < float(e.lower_bound) < e.mean_error < e.error
     again = session.perturb("adult", ["age", "capital_loss"], epsilon="0.5")
     assert again.cached and np.array_equal(again.release.rows, first.release.rows)
@@ -156,7 +162,7 @@ def test_a_release_is_charged_once_and_a_repeat_is_free(adult: Any, tmp_path: Pa
 def test_refusals_name_the_problem_and_spend_nothing(adult: Any, tmp_path: Path) -> None:
     session = connect(adult, budget=10, ledger=str(tmp_path / "l.sqlite"))
     with pytest.raises(QueryError, match="public bounds"):
-        session.perturb("adult", "education", epsilon=1)
+        session.perturb("adult", "occupation", epsilon=1)
     with pytest.raises(InvalidLossError):
         session.perturb("adult", "age", epsilon=1, delta=1)
     pums = connect(load_catalog(FIXTURES / "pums.toml"), budget=10)
@@ -189,3 +195,32 @@ def test_the_cli_prints_the_error_table_and_writes_the_rows(
     doc = json.loads(shown.stdout)
     assert doc["cached"] is True and doc["errors"][0]["column"] == "age"
     assert doc["errors"][0]["lower_bound"] > 0
+
+
+def test_a_categorical_column_gets_the_discrete_mechanism(adult: Any, tmp_path: Path) -> None:
+    session = connect(adult, budget=10, ledger=str(tmp_path / "l.sqlite"))
+    result = session.perturb("adult", ["sex", "age"], epsilon=2, delta="0")
+    keys = ("Female", "Male", "Unknown")
+    frame = result.to_pandas()
+    assert set(frame["sex"]) <= set(keys) and frame["age"].dtype.kind == "f"
+    sex = result.release.errors[0]
+    assert sex.categorical and sex.domain == "3 keys" and sex.error is None
+    # Course document 004: p >= (1 − δ)/(m + e^ε); Theorem 5's floor on the wrong-value rate.
+    m, eps = 2, float(sex.epsilon)
+    assert float(sex.scale) >= 1 / (m + math.exp(eps))
+    assert float(sex.lower_bound) == pytest.approx(m / (m + math.exp(eps)), rel=1e-9)
+    assert float(sex.lower_bound) <= sex.mean_error < float(sex.lower_bound) * (1 + 1e-6)
+    plan = plan_perturbation(
+        adult, PerturbationRequest("adult", ("sex",)), epsilon=Fraction(2), delta=None
+    )
+    assert within(plan.privacy_map(), plan.loss)
+    # Reports follow the mechanism: truthful with probability 1 − m·p.
+    out = _bare_count(plan, 0).noise([("Male",)] * 4000, SeededRandom(7))
+    kept = float(np.mean(out[:, 0] == 1))
+    assert abs(kept - float(plan.records[0].rr.keep)) < 0.03
+    again = session.perturb("adult", ["sex", "age"], epsilon=2, delta="0")
+    assert again.cached and again.release.values == result.release.values
+
+
+def _bare_count(plan: PerturbationPlan, shift: int) -> PerturbationPlan:
+    return dataclasses.replace(plan, count=FixedCount(shift))  # type: ignore[arg-type]

@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
         "--column",
         action="append",
         required=True,
-        help="a numeric column with public bounds; repeat for several",
+        help="a numeric column with public bounds, or a categorical one with public keys "
+        "(the discrete mechanism); repeat for several",
     )
     parser.add_argument(
         "--tight",

@@ -44,12 +44,14 @@ from dalenius.core.catalog import Catalog, Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ApproxDP, Loss, PureDP
+from dalenius.core.randomized_response import epsilon_for
 from dalenius.core.rng import RandomSource, system_random
 from dalenius.core.unit import RowUnit
 from dalenius.mechanisms._exact import uniform_below
-from dalenius.mechanisms.calibration import accuracy_lower_bound
+from dalenius.mechanisms.calibration import accuracy_lower_bound, discrete_accuracy_lower_bound
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.perturbation import RecordPerturbation, discrete_laplace_delta
+from dalenius.mechanisms.randomized_response import RandomizedResponse
 from dalenius.plan.protocol import (
     Fetch,
     Measure,
@@ -87,21 +89,21 @@ class ColumnError:
     """One column's line of the error table (all free: computed from the plan, not the data)."""
 
     column: str
-    low: Fraction
-    high: Fraction
+    domain: str
     epsilon: Fraction
     delta: Fraction
     scale: Fraction
     mean_error: float
-    error: float
+    error: float | None
     lower_bound: Fraction
+    categorical: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "column": self.column,
-            "low": float(self.low),
-            "high": float(self.high),
+            "domain": self.domain,
+            "categorical": self.categorical,
             "epsilon": float(self.epsilon),
             "delta": float(self.delta),
             "scale": float(self.scale),
@@ -119,7 +121,7 @@ class PerturbationPlan:
     table: Table
     loss: Loss
     count: IntegerLaplace = field(compare=False)
-    records: tuple[RecordPerturbation, ...] = field(compare=False)
+    records: tuple[NumberPerturbation | CategoryPerturbation, ...] = field(compare=False)
 
     kind: ClassVar[str] = "perturbation"
     answer_format: ClassVar[str] = PERTURB_FORMAT
@@ -141,7 +143,7 @@ class PerturbationPlan:
         payload = {
             "kind": "perturbation",
             "request": request_doc(self.request),
-            "domains": [[str(m.low), str(m.high)] for m in self.records],
+            "domains": [m.domain for m in self.records],
             "loss": str(self.loss),
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -153,8 +155,12 @@ class PerturbationPlan:
         epsilon = self.count.epsilon * Fraction(1) / self.count.sensitivity
         delta = Fraction(0)
         for m in self.records:
-            epsilon += m.epsilon
-            delta += discrete_laplace_delta(m.grid_shift, m.unit_scale, m.epsilon)
+            if isinstance(m, CategoryPerturbation):
+                epsilon += epsilon_for(m.rr.categories, m.rr.p, m.delta)
+                delta += m.delta
+            else:
+                epsilon += m.epsilon
+                delta += discrete_laplace_delta(m.grid_shift, m.unit_scale, m.epsilon)
         return PureDP(epsilon) if delta == 0 else ApproxDP(epsilon, delta)
 
     def sql(self, dialect: Dialect) -> str:
@@ -185,16 +191,11 @@ class PerturbationPlan:
         """The released rows: a private number of them, each value perturbed, shuffled."""
         source = rng or system_random()
         width = len(self.records)
-        mids = [float((m.low + m.high) / 2) for m in self.records]
+        mids = [m.dummy for m in self.records]
         exact = np.array(
-            [[mids[j] if r[j] is None else float(r[j]) for j in range(width)] for r in rows],
+            [[m.encode(r[j]) for j, m in enumerate(self.records)] for r in rows],
             dtype=np.float64,
         ).reshape(len(rows), width)
-        for j, m in enumerate(self.records):
-            # NaN is released as NULL is; infinities clamp to the domain like any value.
-            exact[:, j] = np.nan_to_num(
-                exact[:, j], nan=mids[j], posinf=float(m.high), neginf=float(m.low)
-            )
         n = exact.shape[0]
         released = max(0, int(self.count.release(np.array([n], dtype=np.int64), rng=source)[0]))
         order = _shuffled(n, source)
@@ -213,11 +214,16 @@ class PerturbationPlan:
         doc = recorded(record, PERTURB_FORMAT)
         return np.asarray(doc["rows"], dtype=np.float64).reshape(-1, len(self.records))
 
+    def decoded(self, rows: npt.NDArray[np.float64]) -> list[list[Any]]:
+        """The rows with each categorical code replaced by its key (post-processing)."""
+        return [[m.decode(v) for m, v in zip(self.records, row, strict=True)] for row in rows]
+
     def publish(self, value: npt.NDArray[np.float64], confidence: float) -> PerturbationRelease:
         """The rows and the error table (post-processing: reads no data)."""
         return PerturbationRelease(
             columns=self.request.columns,
             rows=value,
+            values=self.decoded(value),
             errors=self.errors(confidence),
             count_error=int(self.count.error_bar(confidence)),
             count_epsilon=self.count.epsilon,
@@ -229,14 +235,16 @@ class PerturbationPlan:
         """Each column's scale, mean |error|, error bar and the floor γ no mechanism beats."""
         out = []
         for column, m in zip(self.request.columns, self.records, strict=True):
+            if isinstance(m, CategoryPerturbation):
+                out.append(m.error_line(column))
+                continue
             # Discrete Laplace of scale t grid steps: E|X| = 2q/(1 − q²), q = e^(−1/t).
             q = math.exp(-1 / float(m.unit_scale))
             mean = float(m.granularity) * 2 * q / (1 - q * q)
             out.append(
                 ColumnError(
                     column=column,
-                    low=m.low,
-                    high=m.high,
+                    domain=f"[{_g(m.low)}, {_g(m.high)}]",
                     epsilon=m.epsilon,
                     delta=m.delta,
                     scale=m.scale,
@@ -266,7 +274,8 @@ class PerturbationRelease:
     """
 
     columns: tuple[str, ...]
-    rows: npt.NDArray[np.float64]
+    rows: npt.NDArray[np.float64] = field(repr=False)
+    values: list[list[Any]] = field(repr=False)
     errors: tuple[ColumnError, ...]
     count_error: int
     count_epsilon: Fraction
@@ -277,7 +286,7 @@ class PerturbationRelease:
         """The rows and the error table as JSON."""
         return {
             "columns": list(self.columns),
-            "rows": self.rows.tolist(),
+            "rows": self.values,
             "errors": [e.to_json() for e in self.errors],
             "rows_released": int(self.rows.shape[0]),
             "rows_error": self.count_error,
@@ -288,7 +297,7 @@ class PerturbationRelease:
         """The released rows as a table."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows, columns=list(self.columns))
+        return pd.DataFrame(self.values, columns=list(self.columns))
 
     def __str__(self) -> str:
         pct = f"{self.confidence:.0%}"
@@ -301,17 +310,20 @@ class PerturbationRelease:
             f"{'mean |err|':>12}{pct + ' error':>12}{'floor γ':>12}",
         ]
         for e in self.errors:
-            domain = f"[{_g(e.low)}, {_g(e.high)}]"
+            bar = "—" if e.error is None else "±" + _g(e.error)
+            floor = _g(e.lower_bound) if e.categorical else "±" + _g(e.lower_bound)
             lines.append(
-                f"  {e.column:<20}{domain:>22}{_g(e.epsilon):>10}{_g(e.delta):>10}"
-                f"{_g(e.scale):>12}{_g(e.mean_error):>12}{'±' + _g(e.error):>12}"
-                f"{'±' + _g(e.lower_bound):>12}"
+                f"  {e.column:<20}{e.domain:>22}{_g(e.epsilon):>10}{_g(e.delta):>10}"
+                f"{_g(e.scale):>12}{_g(e.mean_error):>12}{bar:>12}{floor:>12}"
             )
         lines.append("")
         lines.append(
             "Per value: scale b of the Laplace noise; mean |error| and the error bar cover the "
             "noise and the grid (not the clamping to the domain); floor γ: no (ε, δ)-DP mechanism "
-            "on that domain has a smaller worst-case mean |error| (course document 004, Theorem 4)."
+            "on that domain has a smaller worst-case mean |error| (course document 004, Theorem 4). "
+            "A categorical column (its public keys) gets the discrete mechanism: scale is p, the "
+            "chance of each wrong key; mean |error| is the rate of wrong values m·p; floor γ the "
+            "smallest rate any (ε, δ)-DP mechanism can have, (1−δ)·m/(m+e^ε) (Theorem 5)."
         )
         return "\n".join(lines)
 
@@ -355,7 +367,7 @@ def plan_perturbation(
     count_eps = epsilon * COUNT_SHARE
     share = (epsilon - count_eps) / len(request.columns)
     records = tuple(
-        RecordPerturbation(*_domain(table, c), share, d / len(request.columns), tight=request.tight)
+        _mechanism(table, c, share, d / len(request.columns), request.tight)
         for c in request.columns
     )
     loss: Loss = PureDP(epsilon) if d == 0 else ApproxDP(epsilon, d)
@@ -368,17 +380,104 @@ def plan_perturbation(
     )
 
 
-def _domain(table: Table, name: str) -> tuple[Fraction, Fraction]:
+def _mechanism(
+    table: Table, name: str, epsilon: Fraction, delta: Fraction, tight: bool
+) -> NumberPerturbation | CategoryPerturbation:
     column = table.column(name)
-    if column is None or column.type not in ("int", "float") or column.bounds is None:
-        raise QueryError(
-            f"column {name!r} of {table.name!r} is not a numeric column with public bounds.",
-            why="each value is clamped to its column's public domain D, whose diameter sets "
-            "the noise.",
-            fix="choose a numeric column whose bounds the catalog declares.",
+    if column is not None and column.type in ("int", "float") and column.bounds is not None:
+        low, high = column.bounds
+        return NumberPerturbation(Fraction(low), Fraction(high), epsilon, delta, tight=tight)
+    if column is not None and column.keys is not None and len(column.keys) >= 2:
+        return CategoryPerturbation(tuple(column.keys), epsilon, delta)
+    raise QueryError(
+        f"column {name!r} of {table.name!r} has neither public bounds nor at least two public "
+        "keys.",
+        why="each value is clamped to its column's public domain D (the bounds, or the key "
+        "list), which sets the noise.",
+        fix="choose a numeric column with bounds or a categorical one with keys.",
+    )
+
+
+class NumberPerturbation(RecordPerturbation):
+    """A numeric column's record mechanism, with how its values enter and leave the release."""
+
+    @property
+    def domain(self) -> str:
+        """The domain as the error table shows it."""
+        return f"[{_g(self.low)}, {_g(self.high)}]"
+
+    @property
+    def dummy(self) -> float:
+        """The value of a dummy row (and of NULL, NaN): the midpoint."""
+        return float((self.low + self.high) / 2)
+
+    def encode(self, value: Any) -> float:
+        """A value as the mechanism takes it: NULL and NaN as the midpoint, infinities clamped."""
+        if value is None:
+            return self.dummy
+        x = float(value)
+        if math.isnan(x):
+            return self.dummy
+        return min(max(x, float(self.low)), float(self.high))
+
+    def decode(self, value: float) -> float:
+        """A released value as published."""
+        return float(value)
+
+
+class CategoryPerturbation:
+    """A categorical column released by course document 004's discrete mechanism.
+
+    Each value is reported as itself with probability ``1 − m·p`` and as each of the ``m`` other
+    public keys with probability ``p >= (1−δ)/(m + e^ε)``
+    (:class:`~dalenius.mechanisms.randomized_response.RandomizedResponse`). A value outside the
+    key list, and NULL, enter as the first key (any fixed key of the domain keeps the proof).
+    """
+
+    def __init__(self, keys: tuple[Any, ...], epsilon: Fraction, delta: Fraction) -> None:
+        self.keys = keys
+        self.epsilon = epsilon
+        self.delta = delta
+        self.rr = RandomizedResponse(len(keys), epsilon=epsilon, delta=delta)
+        self._index = {k: i for i, k in enumerate(keys)}
+
+    @property
+    def domain(self) -> str:
+        """The domain as the error table shows it."""
+        return f"{len(self.keys)} keys"
+
+    dummy: ClassVar[float] = 0.0
+    """A dummy row's code: the first key."""
+
+    def encode(self, value: Any) -> float:
+        """A value's code (the first key's for NULL and values outside the list)."""
+        return float(self._index.get(value, 0))
+
+    def decode(self, value: float) -> Any:
+        """A released code's key."""
+        return self.keys[int(value)]
+
+    def release(
+        self, codes: npt.NDArray[np.float64], *, rng: RandomSource | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Every code randomized (one exact uniform integer each)."""
+        reports = self.rr.privatize(codes.astype(np.int64), rng=rng)
+        return reports.astype(np.float64)
+
+    def error_line(self, column: str) -> ColumnError:
+        """The error table's line: p, the wrong-value rate m·p and Theorem 5's floor."""
+        m = len(self.keys) - 1
+        return ColumnError(
+            column=column,
+            domain=self.domain,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            scale=self.rr.p,
+            mean_error=float(m * self.rr.p),
+            error=None,
+            lower_bound=discrete_accuracy_lower_bound(1, m, self.epsilon, self.delta),
+            categorical=True,
         )
-    low, high = column.bounds
-    return Fraction(low), Fraction(high)
 
 
 def _g(x: Fraction | float) -> str:
