@@ -135,6 +135,7 @@ def test_an_analyst_lists_only_granted_datasets(site: Site, demo_catalog) -> Non
         "role": "analyst",
         "token_id": site.stranger.split("_")[1],
         "datasets": [],
+        "postgres": None,  # no PostgreSQL listener on this gateway
     }
 
 

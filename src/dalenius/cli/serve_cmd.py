@@ -31,7 +31,10 @@ DEMO_PORTS = 20
 
 
 def register(sub: Any) -> None:
-    """Add the ``serve`` sub-command."""
+    """Add the ``serve`` sub-command.
+
+    Long because it is the list of the command's options, each with its help text.
+    """
     parser = sub.add_parser(
         "serve",
         help="run the HTTP gateway (JSON API under /v1) and its web console",

@@ -125,6 +125,11 @@ class Explanation:
         }
 
     def __str__(self) -> str:
+        """The explanation as the CLI prints it.
+
+        Long because it writes each section in reading order (filters, bounding, groups, the
+        measurements' table, outputs, accuracy, total), each a few lines.
+        """
         pct = f"{self.confidence:.0%}"
         lines = [f"Query on {self.table} — privacy unit: {self.unit}"]
         for f in self.filters:
@@ -264,6 +269,46 @@ def _weighted_note(plan: DPQuery) -> str:
     )
 
 
+def _noise_cost(
+    plan: DPQuery, m: Measurement, names: dict[str, str], confidence: float
+) -> MeasurementCost:
+    """One noisy measurement's line: its mechanism, share, noise scale, error bar and γ."""
+    mech = mechanism_for(m)
+    if isinstance(mech, IntegerGaussian):
+        scale = mech.sigma * mech.granularity * m.granularity
+    else:
+        scale = mech.scale * m.granularity if mech is not None else Fraction(0)
+    error = error_units(m, confidence) * m.granularity
+    label = m.describe(names)
+    selects = plan.selection is not None and m.name == plan.selection.measurement
+    if selects and plan.selection is not None and not plan.selection.shared:
+        label += " [selection]"
+    elif (
+        not selects
+        and plan.min_people is not None
+        and m.name == plan.min_people.measurement
+        and not any(m.name in s.inputs for s in plan.statistics)
+    ):
+        label += " [min_people]"
+    kind = "truncated discrete Laplace" if selects else "discrete Laplace"
+    if m.gaussian:
+        kind = "discrete Gaussian (L2 sensitivity at most the L1 shown)"
+    # The truncated noise of a selection is (ε, δ)-DP; plain discrete Laplace is pure ε.
+    delta = plan.selection.delta if selects and plan.selection is not None else Fraction(0)
+    return MeasurementCost(
+        name=m.name,
+        label=label,
+        sensitivity=m.sensitivity,
+        epsilon=m.epsilon,
+        scale=scale,
+        error=float(error),
+        mechanism=kind if mech is not None else "none (sensitivity 0)",
+        rho=m.rho,
+        # γ is stated for (ε, δ) mechanisms; a Gaussian measurement's ρ share shows none.
+        lower_bound=None if m.gaussian else measurement_floor(m, delta),
+    )
+
+
 def explain(
     plan: DPQuery, confidence: float, exact_sql: str = "", accuracy: Allocation | None = None
 ) -> Explanation:
@@ -284,42 +329,7 @@ def explain(
         if m.kind == "degrees":
             costs.append(_weighted_cost(plan, m, names, confidence))
             continue
-        mech = mechanism_for(m)
-        if isinstance(mech, IntegerGaussian):
-            scale = mech.sigma * mech.granularity * m.granularity
-        else:
-            scale = mech.scale * m.granularity if mech is not None else Fraction(0)
-        error = error_units(m, confidence) * m.granularity
-        label = m.describe(names)
-        selects = plan.selection is not None and m.name == plan.selection.measurement
-        if selects and plan.selection is not None and not plan.selection.shared:
-            label += " [selection]"
-        elif (
-            not selects
-            and plan.min_people is not None
-            and m.name == plan.min_people.measurement
-            and not any(m.name in s.inputs for s in plan.statistics)
-        ):
-            label += " [min_people]"
-        kind = "truncated discrete Laplace" if selects else "discrete Laplace"
-        if m.gaussian:
-            kind = "discrete Gaussian (L2 sensitivity at most the L1 shown)"
-        # The truncated noise of a selection is (ε, δ)-DP; plain discrete Laplace is pure ε.
-        delta = plan.selection.delta if selects and plan.selection is not None else Fraction(0)
-        costs.append(
-            MeasurementCost(
-                name=m.name,
-                label=label,
-                sensitivity=m.sensitivity,
-                epsilon=m.epsilon,
-                scale=scale,
-                error=float(error),
-                mechanism=kind if mech is not None else "none (sensitivity 0)",
-                rho=m.rho,
-                # γ is stated for (ε, δ) mechanisms; a Gaussian measurement's ρ share shows none.
-                lower_bound=None if m.gaussian else measurement_floor(m, delta),
-            )
-        )
+        costs.append(_noise_cost(plan, m, names, confidence))
     for i, stat in enumerate(plan.statistics):
         if stat.kind != "quantile":
             continue

@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Final
 
 from dalenius.core.errors import InternalError
+from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import Powers, shift_delta
 from dalenius.plan.nodes import Measurement, MinPeople, Selection
 from dalenius.plan.noise import mechanism_for
@@ -108,8 +109,9 @@ def min_people_rule(
         )
     if powers is None:
         mechanism = mechanism_for(m) if m.epsilon > 0 else None
-        if mechanism is None:
-            raise InternalError(f"the min_people count {m.name} has no noise to threshold")
+        if not isinstance(mechanism, IntegerLaplace):
+            # The rule's tail bound is the discrete Laplace's: a Gaussian plan never has a rule.
+            raise InternalError(f"the min_people count {m.name} has no Laplace noise to threshold")
         powers = Powers(scale=mechanism.scale)
     at = powers
 

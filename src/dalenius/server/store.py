@@ -212,6 +212,10 @@ class StateStore:
         return self._db
 
     def _create_tables(self) -> None:
+        """Create the gateway's tables if missing.
+
+        Long because it is the schema: one statement per table, run in one transaction.
+        """
         time = self._db.dialect.time_type
         ddl = [
             f"""CREATE TABLE IF NOT EXISTS dalenius_gateway_principals (

@@ -329,6 +329,12 @@ class ShadowCatalog:
         self._build(catalog, descriptions)
 
     def _build(self, catalog: Catalog, descriptions: dict[str, Any]) -> None:
+        self._create_schema()
+        self._insert_builtins()
+        self._insert_catalog(catalog, descriptions)
+
+    def _create_schema(self) -> None:
+        """The shadow schema's tables and functions (macros), all empty."""
         db = self._db
         db.execute("CREATE SCHEMA public")
         db.execute(f"CREATE SCHEMA {SHADOW_SCHEMA}")
@@ -343,6 +349,13 @@ class ShadowCatalog:
         )
         for macro in _MACROS:
             db.execute(f"CREATE MACRO {SHADOW_SCHEMA}.{macro}")
+
+    def _insert_builtins(self) -> None:
+        """What every PostgreSQL database has: its namespaces, access method, database, role,
+        tablespace, collation, settings and built-in types.
+
+        Long because each row of PostgreSQL's catalog tables is written out field by field.
+        """
         insert = self._insert
         insert(
             "pg_namespace",
@@ -446,6 +459,15 @@ class ShadowCatalog:
                 for oid, name, length, category in BUILTIN_TYPES
             ],
         )
+
+    def _insert_catalog(self, catalog: Catalog, descriptions: dict[str, Any]) -> None:
+        """The dataset's tables: an empty table each (for ``information_schema``), and their
+        rows in ``pg_class``, ``pg_attribute`` and ``pg_description``.
+
+        Long because a ``pg_class`` row has 34 fields, written out one by one.
+        """
+        db = self._db
+        insert = self._insert
         classes, attributes, comments = [], [], []
         table_descriptions = descriptions.get("tables", {}) if descriptions else {}
         for index, table in enumerate(catalog.tables):
