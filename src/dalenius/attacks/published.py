@@ -298,7 +298,7 @@ def dalenius_synthetic(
     del doc["tables"]["visits"]
     doc["tables"]["people"]["source"] = records
     budget = ApproxDP(Fraction(str(epsilon)), Fraction(str(delta)))
-    with connect(Catalog.from_dict(doc), budget=budget) as session:
+    with connect(Catalog.from_dict(doc), budget=budget, ledger="memory:") as session:
         result = session.synthesize(
             "people",
             list(columns),

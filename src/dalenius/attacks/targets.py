@@ -289,8 +289,13 @@ class DaleniusTarget(_Counter):
         self.epsilon = as_fraction(epsilon, "epsilon")
         self._budget = as_fraction(budget, "budget")
         executor = database.executor if share_engine else None
+        # An experiment's budget is meant to live in memory unless a ledger is named.
         self.session: Session = connect(
-            database.catalog, budget, ledger=ledger, analyst=analyst, executor=executor
+            database.catalog,
+            budget,
+            ledger=ledger or "memory:",
+            analyst=analyst,
+            executor=executor,
         )
         self._owns_engine = not share_engine
 
