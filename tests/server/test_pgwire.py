@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.server.pgwire_helpers import Wire, running_wire
+from tests.server.pgwire_helpers import Wire, require_client, running_wire
 
 from dalenius.core.loss import PureDP
 
@@ -199,11 +199,9 @@ def test_multiple_statements_in_one_simple_query(wire: Wire) -> None:
     assert wire.remaining() == PureDP(Fraction(9, 10))
 
 
-psql = shutil.which("psql")
-
-
-@pytest.mark.skipif(psql is None, reason="psql (Debian's postgresql-client) is not installed")
 def test_psql_lists_the_tables_answers_and_underlines_a_refusal(wire: Wire) -> None:
+    psql = shutil.which("psql")
+    require_client(psql is not None, "psql (Debian's postgresql-client)")
     env = dict(os.environ, PGPASSWORD=wire.site.analyst, PGSSLMODE="prefer")
 
     def run(command: str) -> subprocess.CompletedProcess[str]:

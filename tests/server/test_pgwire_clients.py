@@ -19,21 +19,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.server.pgwire_helpers import Wire, running_wire
+from tests.server.pgwire_helpers import Wire, require_client, running_wire
 
 from dalenius.core.loss import PureDP
 from dalenius.server.pgwire.listener import WireSettings
 
 CLIENTS = Path(__file__).parent / "clients"
 JDBC_JAR = Path("/usr/share/java/postgresql.jar")
-
-
-def _require(found: bool, what: str) -> None:
-    if found:
-        return
-    if os.environ.get("DALENIUS_REQUIRE_ORACLES"):
-        pytest.fail(f"{what} is missing; `make clients` installs it")
-    pytest.skip(f"{what} is not installed (`make clients`)")
 
 
 @pytest.fixture
@@ -83,7 +75,7 @@ def test_a_token_without_a_scram_verifier_signs_in_over_tls_only(
 
 def test_psql_verify_full(tls_wire: tuple[Wire, Path]) -> None:
     psql = shutil.which("psql")
-    _require(psql is not None, "psql (Debian's postgresql-client)")
+    require_client(psql is not None, "psql (Debian's postgresql-client)")
     wire, root = tls_wire
     env = dict(os.environ, PGPASSWORD=wire.site.analyst, PGSSLMODE="verify-full",
                PGSSLROOTCERT=str(root))  # fmt: skip
@@ -98,7 +90,7 @@ def test_psql_verify_full(tls_wire: tuple[Wire, Path]) -> None:
 
 def test_the_jdbc_driver_browses_the_schema_and_asks(wire: Wire) -> None:
     java = shutil.which("java")
-    _require(java is not None and JDBC_JAR.exists(), "Java and the PostgreSQL JDBC driver")
+    require_client(java is not None and JDBC_JAR.exists(), "Java and the PostgreSQL JDBC driver")
     url = f"jdbc:postgresql://127.0.0.1:{wire.port}/census"
     ran = subprocess.run(
         [str(java), "-cp", str(JDBC_JAR), str(CLIENTS / "WireClient.java"), url, "alice",
@@ -122,7 +114,7 @@ def test_the_jdbc_driver_browses_the_schema_and_asks(wire: Wire) -> None:
 
 def test_node_postgres_sends_untyped_parameters_and_reads_a_refusal(wire: Wire) -> None:
     node = shutil.which("node")
-    _require(node is not None and (CLIENTS / "node_modules" / "pg").exists(), "node-postgres")
+    require_client(node is not None and (CLIENTS / "node_modules" / "pg").exists(), "node-postgres")
     ran = subprocess.run(
         [str(node), str(CLIENTS / "wire_client.js"), str(wire.port), "alice", wire.site.analyst],
         capture_output=True, text=True, timeout=120, check=False,
