@@ -370,7 +370,7 @@ def test_no_automatic_collection_inside_a_release_and_a_sweep_before_its_outcome
 
 
 def test_the_collector_is_paused_from_arrival_through_planning_and_after_a_refusal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, recorded: list[float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Planning, before the release clock starts, runs with automatic collection off too: where
     a collection lands depends on what earlier answers allocated. A refusal resumes it."""
@@ -394,6 +394,7 @@ def test_the_collector_is_paused_from_arrival_through_planning_and_after_a_refus
             session.query('SELECT COUNT(*) FROM "nope"', epsilon=0.25)
     assert planning == [(False, 1), (False, 1)]
     assert gc.isenabled() and collector.windows_open() == 0
+    assert len(recorded) == 1  # the answer waited for its deadline (recorded, not slept)
 
 
 def _failing_fetch(sql: str) -> list[tuple[object, ...]]:

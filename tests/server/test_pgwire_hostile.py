@@ -127,7 +127,7 @@ _MESSAGE = st.builds(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(_MESSAGE, max_size=8), st.binary(max_size=20))
 def test_the_message_layer_survives_any_sequence_of_messages(
