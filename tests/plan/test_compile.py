@@ -149,3 +149,45 @@ def test_fingerprints_tell_apart_similar_plans(adult: Catalog) -> None:
     prints = [to_dp(q, Fraction(1)).fingerprint() for q in variants]
     assert len(set(prints)) == 4
     assert to_dp(base, Fraction(1)).fingerprint() == prints[-1]
+
+
+def test_a_sum_whose_noise_would_pass_2_40_steps_is_summed_on_a_coarser_grid() -> None:
+    """A money column (bounds [0, 105000]) summed over 280 rows per person at a small ε share:
+    on the bounds' own grid the noise would be 2^43 steps. The plan coarsens the grid until it
+    fits, and the per-row bound it charges still covers every clipped value.
+    """
+    import numpy as np
+    import pandas as pd
+    from tests.support.exact import exact_units_for
+
+    import dalenius
+    from dalenius.core.catalog import Catalog
+    from dalenius.mechanisms._dlaplace import MAX_SCALE
+
+    rng = np.random.Generator(np.random.PCG64(4))  # test data only
+    frame = pd.DataFrame({"pid": np.arange(900) // 3, "price": rng.uniform(0, 105000, 900)})
+    heavy = pd.DataFrame({"pid": [10_000] * 400, "price": [105000.0] * 400})
+    doc = {
+        "privacy_unit": {"column": "pid", "max_rows": 280},
+        "columns": {"pid": "int", "price": {"type": "float", "bounds": [0, 105000]}},
+    }
+    light = dalenius.connect(
+        Catalog.from_dict({"tables": {"t": {"source": frame, **doc}}}), ledger="memory:", budget=1
+    )
+    both = dalenius.connect(
+        Catalog.from_dict({"tables": {"t": {"source": pd.concat([frame, heavy]), **doc}}}),
+        ledger="memory:",
+        budget=1,
+    )
+    sql = "SELECT SUM(price) FROM t"
+    plan = light.plan(sql, epsilon=Fraction(1, 100))
+    (m,) = plan.measurements
+    assert Fraction(m.sensitivity_units) / m.epsilon <= MAX_SCALE
+    assert m.granularity > Fraction(1, 2**13)  # the bounds alone give 2^-13 (105000 / 2^30)
+    assert m.row_units * m.granularity >= 105000 and m.sensitivity_units == 280 * m.row_units
+    without = exact_units_for(light, sql, Fraction(1, 100), salt=5)["m0"]
+    with_unit = exact_units_for(both, sql, Fraction(1, 100), salt=5)["m0"]
+    assert 0 < abs(with_unit[0] - without[0]) <= m.sensitivity_units
+    result = light.query(sql, epsilon=Fraction(1, 100))
+    low, value, high = (result.to_pandas().iloc[0, i] for i in (1, 0, 2))
+    assert low <= value <= high

@@ -29,12 +29,14 @@ Steps, in order (each visible in explain output):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from fractions import Fraction
 
 from dalenius.core.errors import InternalError, InvalidLossError, PrivacyRefusal
 from dalenius.core.loss import MAX_QUERY_EPSILON, ZCDP, ApproxDP, PureDP, epsilon_too_large
+from dalenius.mechanisms._dlaplace import MAX_SCALE
 from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
@@ -239,7 +241,8 @@ def _priced(
     """The DP plan: ε split over ``measured``'s measurements, the selection calibrated."""
     split = _split(measured, epsilon, given)
     measurements = [
-        _checked(replace(m, epsilon=split.get(m.name, Fraction(0)))) for m in measured.measurements
+        _checked(_coarsened(replace(m, epsilon=split.get(m.name, Fraction(0)))))
+        for m in measured.measurements
     ]
     statistics = [
         replace(s, epsilon=split[f"q{i}"]) if s.kind == "quantile" else s
@@ -488,6 +491,35 @@ def _measurement(
         epsilon=Fraction(0),
         edges=edges,
         distinct_unit=distinct_unit,
+    )
+
+
+def _coarsened(m: Measurement) -> Measurement:
+    """A sum whose noise would exceed the samplers' largest scale (2^40 grid steps), on a grid
+    coarse enough that it does not.
+
+    The grid is chosen from the bounds alone (each row within 2^30 steps); with a large row cap
+    and a small ε share the noise in those steps can pass 2^40 (a money column summed over 280
+    rows per person at ε = 0.01). Coarsening the grid by 2^k divides the per-row bound, and so
+    the scale, by about 2^k; the rounding it adds per row (half a step) stays below 2^-30 of the
+    noise's scale. The per-row bound is recomputed from the bounds, so the sensitivity charged is
+    still the most one row can move the sum.
+    """
+    if m.kind not in ("sum", "sum_sq") or m.epsilon <= 0 or m.bounds is None:
+        return m
+    if Fraction(m.sensitivity_units) / m.epsilon <= MAX_SCALE:
+        return m
+    low, high = m.bounds
+    reach = max(abs(low - m.center), abs(high - m.center))
+    top = reach if m.kind == "sum" else reach * reach
+    rows = m.sensitivity_units // m.row_units
+    granularity = m.granularity
+    row_units = m.row_units
+    while Fraction(row_units * rows) / m.epsilon > MAX_SCALE:
+        granularity *= 2
+        row_units = math.ceil(top / granularity)
+    return replace(
+        m, granularity=granularity, row_units=row_units, sensitivity_units=row_units * rows
     )
 
 
