@@ -1,10 +1,14 @@
-"""``dalenius catalog check``: the custodian's profile of the data against the catalog.
+"""``dalenius catalog check`` and ``dalenius catalog suggest``: the custodian's tools.
 
-It reads every table (as the custodian, without noise) and prints what the declarations will do
+``check`` reads every table (as the custodian, without noise) and prints what the declarations will do
 to the data: values clipped to bounds, rows left out of key lists (a key list in the wrong case
 drops them all), NULL shares, values that do not parse, people over the privacy unit's caps. It
 spends no budget and has no gateway endpoint: its output describes the data, so it is for the
 custodian's eyes only (see :mod:`dalenius.engine.profile`).
+
+``suggest`` is the private counterpart for the privacy unit's caps: it releases noisy histograms
+of how many rows (and groups) each unit contributes, through the one spending path, and reads the
+caps off them (:mod:`dalenius.releases.contributions`); what it prints may be published.
 """
 
 from __future__ import annotations
@@ -12,13 +16,22 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from dalenius.cli.common import EXIT_OK, EXIT_USER, add_json_option, emit_json
+from dalenius.cli.common import (
+    EXIT_OK,
+    EXIT_USER,
+    add_json_option,
+    add_ledger_options,
+    add_release_options,
+    emit_json,
+    release_session,
+)
 from dalenius.core.catalog import load_catalog
+from dalenius.core.errors import InvalidLossError
 from dalenius.engine.profile import TableProfile, profile_catalog
 
 
 def register(sub: Any) -> None:
-    """Add ``dalenius catalog check``."""
+    """Add ``dalenius catalog check`` and ``dalenius catalog suggest``."""
     parser = sub.add_parser(
         "catalog",
         help="custodian tools for a catalog (check it against the data)",
@@ -46,6 +59,37 @@ def register(sub: Any) -> None:
     )
     add_json_option(check)
     check.set_defaults(func=run_check)
+    suggest = actions.add_parser(
+        "suggest",
+        help="suggest the privacy unit's caps from noisy histograms of contributions (spends ε)",
+        description=(
+            "Suggest a table's per-unit caps (max_rows, and max_groups for the --group columns) "
+            "from differentially private histograms of how many rows, and distinct values of "
+            "each --group column, every unit has. Each unit falls into one bin of each "
+            "histogram however many rows it has, so no cap is needed to protect it. Spends "
+            "--epsilon from the ledger like any release; asking again with another --coverage "
+            "is free. Example:\n"
+            "  dalenius catalog suggest pums.toml --table pums --group state --epsilon 0.1"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    suggest.add_argument("catalog", help="the catalog TOML file")
+    suggest.add_argument("--table", required=True, help="a table whose privacy unit is a column")
+    suggest.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        help="a column queries group by: suggest max_groups from it (repeat for several)",
+    )
+    suggest.add_argument(
+        "--coverage",
+        default=None,
+        help="the share of units whose contributions fit the cap fully (default 0.95)",
+    )
+    add_release_options(suggest, epsilon="ε to spend (split over the histograms)", delta="not used")
+    add_ledger_options(suggest)
+    add_json_option(suggest)
+    suggest.set_defaults(func=run_suggest)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -58,6 +102,24 @@ def run_check(args: argparse.Namespace) -> int:
         render(catalog.name, profiles)
     found = any(p.findings for p in profiles)
     return EXIT_USER if args.strict and found else EXIT_OK
+
+
+def run_suggest(args: argparse.Namespace) -> int:
+    """Run ``dalenius catalog suggest``."""
+    if args.epsilon is None or args.delta is not None or args.rho is not None:
+        raise InvalidLossError(
+            "dalenius catalog suggest spends a pure ε, given with --epsilon.",
+            fix="pass --epsilon 0.1 (for example), without --delta or --rho.",
+        )
+    with release_session(args) as session:
+        result = session.suggest_caps(
+            args.table, epsilon=args.epsilon, groups=args.group, coverage=args.coverage
+        )
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        print(result)
+    return EXIT_OK
 
 
 def render(dataset: str, profiles: list[TableProfile]) -> None:

@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "perturb_cmd",
         "release every row of a table with each value perturbed (record perturbation)",
     ),
+    "bounds": (
+        "bounds_cmd",
+        "choose a numeric column's clipping bounds privately (noisy log-scale histogram)",
+    ),
     "calibrate": ("calibrate_cmd", "measure constant-time release deadlines on adversarial tables"),
     "catalog": ("catalog_cmd", "custodian tools for a catalog (check it against the data)"),
     "attack": (
@@ -82,6 +86,7 @@ LOADS_TABLES = frozenset(
         "hierarchy",
         "synthesize",
         "perturb",
+        "bounds",
         "catalog",
         "download",
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from dalenius.cli.accuracy_cmd import add_target_options, target_kwargs
@@ -136,9 +137,13 @@ def run_explain(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     if args.strict:
         _refuse_hinted(args.sql, catalog)
+    # The ledger is read only for bounds this analyst already chose privately (bounds =
+    # "private"); without a ledger file explain works all the same, in memory.
+    url = args.ledger or default_ledger()
+    known = "://" in url or Path(url).exists()
     session = Session(
         catalog,
-        ledger=open_ledger(None),
+        ledger=open_ledger(url if known else None),
         executor=DuckDBExecutor(catalog),
         analyst=args.analyst,
         confidence=args.confidence,

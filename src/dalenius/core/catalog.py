@@ -39,7 +39,7 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,14 @@ DATASET_KEYS = (
     "min_people",
 )
 TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description", "max_row_count")
-COLUMN_KEYS = ("type", "bounds", "keys", "nullable", "description")
+COLUMN_KEYS = ("type", "bounds", "bounds_epsilon", "keys", "nullable", "description")
+
+PRIVATE_BOUNDS = "private"
+"""``bounds = "private"``: Dalenius chooses the column's clipping bounds with a DP mechanism
+(:mod:`dalenius.releases.bounds`), charged the first time a query needs them."""
+
+DEFAULT_BOUNDS_EPSILON = Fraction(1, 20)
+"""The ε a private choice of bounds costs when the catalog gives no ``bounds_epsilon``."""
 UNIT_KEYS = ("column", "max_rows", "max_groups")
 """Every key a catalog may use, by section (the docs test checks each is documented)."""
 
@@ -91,6 +98,22 @@ Key = str | int | bool
 
 
 @dataclass(frozen=True)
+class PrivateBounds:
+    """A column whose clipping bounds Dalenius chooses privately (``bounds = "private"``).
+
+    Attributes:
+        epsilon: what choosing them costs, once per data version (``bounds_epsilon``).
+        outcome: ``"pending"`` until chosen; then ``"chosen"`` (the column's ``bounds`` hold
+            them) or ``"empty"`` (no value range had enough rows to stand out from the noise).
+        entry: the ledger entry that released them, once chosen.
+    """
+
+    epsilon: Fraction
+    outcome: str = "pending"
+    entry: str | None = None
+
+
+@dataclass(frozen=True)
 class Column:
     """A column the custodian exposes, with its public metadata.
 
@@ -100,6 +123,9 @@ class Column:
         bounds: public clipping range ``(low, high)`` of a numeric column, or ``None``.
         keys: public list of the values a categorical column may take, or ``None``.
         nullable: whether the column may hold NULLs (COUNT(col) then differs from COUNT(*)).
+        private_bounds: set when the catalog says ``bounds = "private"``: the bounds are chosen
+            by a DP mechanism, and ``bounds`` holds them once they are (see
+            :meth:`Catalog.with_private_bounds`).
     """
 
     name: str
@@ -107,6 +133,7 @@ class Column:
     bounds: tuple[Fraction, Fraction] | None = None
     keys: tuple[Key, ...] | None = None
     nullable: bool = True
+    private_bounds: PrivateBounds | None = None
 
     @property
     def is_numeric(self) -> bool:
@@ -193,6 +220,33 @@ class Catalog:
     def table_names(self) -> tuple[str, ...]:
         """Names of the registered tables, in catalog order."""
         return tuple(t.name for t in self.tables)
+
+    @property
+    def private_bounds(self) -> tuple[tuple[str, str], ...]:
+        """The ``(table, column)`` pairs whose bounds are chosen privately, in catalog order."""
+        return tuple(
+            (t.name, c.name) for t in self.tables for c in t.columns if c.private_bounds is not None
+        )
+
+    def with_private_bounds(
+        self,
+        chosen: Mapping[tuple[str, str], tuple[PrivateBounds, tuple[Fraction, Fraction] | None]],
+    ) -> Catalog:
+        """The catalog with privately chosen bounds filled in: ``chosen`` maps a ``(table,
+        column)`` to its settled :class:`PrivateBounds` and the bounds (``None`` when the choice
+        came out empty). Every other column is as declared.
+        """
+        tables = []
+        for t in self.tables:
+            columns = []
+            for c in t.columns:
+                found = chosen.get((t.name, c.name))
+                if found is not None and c.private_bounds is not None:
+                    columns.append(replace(c, private_bounds=found[0], bounds=found[1]))
+                else:
+                    columns.append(c)
+            tables.append(replace(t, columns=tuple(columns)))
+        return replace(self, tables=tuple(tables))
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], *, base_dir: str | Path | None = None) -> Catalog:
@@ -614,12 +668,52 @@ class _Validator:
         if not isinstance(nullable, bool):
             raise self.error("nullable must be true or false.", table=table, column=name)
         bounds = None
-        if "bounds" in doc:
+        private = None
+        if doc.get("bounds") == PRIVATE_BOUNDS:
+            private = PrivateBounds(self.bounds_epsilon(table, name, col_type, doc))
+        elif "bounds" in doc:
             bounds = self.bounds(table, name, col_type, doc["bounds"])
+        if "bounds_epsilon" in doc and private is None:
+            raise self.error(
+                "bounds_epsilon only applies to bounds chosen privately.",
+                table=table,
+                column=name,
+                fix='write bounds = "private", or remove bounds_epsilon.',
+            )
         keys = None
         if "keys" in doc:
             keys = self.keys(table, name, col_type, doc["keys"])
-        return Column(name=name, type=col_type, bounds=bounds, keys=keys, nullable=nullable)
+        return Column(
+            name=name,
+            type=col_type,
+            bounds=bounds,
+            keys=keys,
+            nullable=nullable,
+            private_bounds=private,
+        )
+
+    def bounds_epsilon(
+        self, table: str, column: str, col_type: str, doc: dict[str, Any]
+    ) -> Fraction:
+        """The ε a private choice of the column's bounds costs (``bounds_epsilon``)."""
+        if col_type not in NUMERIC_TYPES:
+            raise self.error(
+                f"bounds only apply to numeric columns, and this one is {col_type}.",
+                table=table,
+                column=column,
+                fix="remove bounds, or declare keys for a categorical column.",
+            )
+        raw = doc.get("bounds_epsilon", DEFAULT_BOUNDS_EPSILON)
+        if isinstance(raw, Fraction):
+            return raw
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw <= 10:
+            raise self.error(
+                f"bounds_epsilon must be a number in (0, 10]; got {raw!r}.",
+                table=table,
+                column=column,
+                fix="write bounds_epsilon = 0.05 (the ε choosing the bounds may spend).",
+            )
+        return Fraction(repr(raw)) if isinstance(raw, float) else Fraction(raw)
 
     def bounds(self, table: str, column: str, col_type: str, raw: Any) -> tuple[Fraction, Fraction]:
         if col_type not in NUMERIC_TYPES:
@@ -634,6 +728,7 @@ class _Validator:
                 f"bounds must be a list of two numbers [low, high]; got {raw!r}.",
                 table=table,
                 column=column,
+                fix='write bounds = [0, 100], or bounds = "private" to have them chosen with a DP mechanism.',
             )
         values = []
         for item in raw:

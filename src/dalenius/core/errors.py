@@ -179,6 +179,25 @@ class PrivacyRefusal(QueryError):
     code = "privacy_refusal"
 
 
+class BoundsNotChosen(PrivacyRefusal):
+    """A query needs the bounds of a column whose bounds are chosen privately, and they are not
+    chosen yet (``bounds = "private"`` in the catalog).
+
+    :meth:`dalenius.engine.session.Session.query` catches it, chooses the bounds (a release of
+    its own, charged once per data version) and plans again; :meth:`~dalenius.engine.session.
+    Session.explain` raises it, free, because explaining never spends.
+
+    Attributes:
+        columns: the ``(table, column)`` pairs whose bounds are missing.
+    """
+
+    code = "bounds_not_chosen"
+
+    def __init__(self, what: str, *, columns: tuple[tuple[str, str], ...], **kwargs: Any) -> None:
+        super().__init__(what, **kwargs)
+        self.columns = columns
+
+
 class BudgetExceededError(UserError):
     """A request whose loss would exceed what remains of a budget; shows the three numbers."""
 

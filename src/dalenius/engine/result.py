@@ -11,6 +11,8 @@ from dalenius.core.errors import MissingExtraError
 from dalenius.core.loss import Loss, PureDP
 from dalenius.engine.display import percent, plot_result, result_html, spent_text
 from dalenius.engine.postprocess import Answer
+from dalenius.releases.bounds import BoundsRelease
+from dalenius.releases.contributions import ContributionsRelease
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
 from dalenius.releases.onthemap import OnTheMapRelease
@@ -323,6 +325,32 @@ class DensityResult(ReleaseResult[DensityRelease]):
             f"Density of {', '.join(r.columns)}: {grid}; peak {peak:.4g}; "
             f"noisy count {r.count}; {round(r.confidence * 100)}% bands.\n" + self.footer()
         )
+
+
+@dataclass(frozen=True)
+class BoundsResult(ReleaseResult[BoundsRelease]):
+    """Privately chosen clipping bounds with the noisy histogram they were read from, the loss
+    spent and the budget left.
+
+    Attributes:
+        release: the bounds and the bins (:class:`~dalenius.releases.bounds.BoundsRelease`).
+    """
+
+    def __str__(self) -> str:
+        return f"{self.release}\n{self.footer()}"
+
+
+@dataclass(frozen=True)
+class ContributionsResult(ReleaseResult[ContributionsRelease]):
+    """Suggested per-unit caps with the noisy histograms they come from, the loss spent and the
+    budget left.
+
+    Attributes:
+        release: the suggestions (:class:`~dalenius.releases.contributions.ContributionsRelease`).
+    """
+
+    def __str__(self) -> str:
+        return f"{self.release}\n{self.footer()}"
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property, partial
 from pathlib import Path
@@ -45,6 +45,7 @@ from typing import Any, TypeVar, cast
 from dalenius.core.catalog import Catalog, Table, load_catalog
 from dalenius.core.deadlines import current_deadlines
 from dalenius.core.errors import (
+    BoundsNotChosen,
     ConfigurationError,
     DaleniusError,
     DeadlineError,
@@ -61,8 +62,18 @@ from dalenius.engine import collector
 from dalenius.engine.gate import DataGate
 from dalenius.engine.plans import PLANS, SALT_LIMIT, SaltedTemplate, learn
 from dalenius.engine.policy import BusyRefusal, Policy
+from dalenius.engine.private_bounds import (
+    bounds_plan,
+    chosen_notes,
+    find_recorded,
+    known_catalog,
+    remember,
+    settle,
+)
 from dalenius.engine.query_release import QueryRelease
 from dalenius.engine.result import (
+    BoundsResult,
+    ContributionsResult,
     DensityResult,
     HierarchyResult,
     OnTheMapResult,
@@ -97,6 +108,13 @@ from dalenius.plan.protocol import (
     within,
 )
 from dalenius.plan.rewrite import Context, rewrite, unmeasured
+from dalenius.releases.bounds import BoundsPlan
+from dalenius.releases.contributions import (
+    DEFAULT_COVERAGE,
+    ContributionsPlan,
+    ContributionsRequest,
+    plan_contributions,
+)
 from dalenius.releases.density import DensityPlan, DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRequest, plan_onthemap
@@ -114,6 +132,8 @@ QUERY_CLASSES = ("scan", "group_by", "join", "quantile")
 """The plan classes of SQL queries (products have a class each)."""
 
 RESULTS: dict[str, type[ReleaseResult[Any]]] = {
+    "bounds": BoundsResult,
+    "contributions": ContributionsResult,
     "density": DensityResult,
     "hierarchy": HierarchyResult,
     "synthetic": SyntheticResult,
@@ -240,7 +260,9 @@ class Session:
         targets = parse_targets(target_error, target_relative, expected)
         prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
         self.policy.check(prepared.plan.loss)
-        return explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
+        shown = explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
+        chosen = chosen_notes(self._known_catalog(), shown.clips)
+        return replace(shown, notes=shown.notes + chosen) if chosen else shown
 
     def table(self, name: str) -> PrivateFrame:
         """A lazy private frame over the catalog's table ``name`` (``docs/frames.md``): its
@@ -331,7 +353,9 @@ class Session:
         """Plan ``sql`` (a refusal is audited and raised), then spend on it."""
         try:
             targets = parse_targets(*target)
-            prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+            prepared = self.prepare(
+                sql, epsilon, delta, targets=targets, confidence=conf, choose=True
+            )
             _write_now(prepared, sql)
         except UserError as exc:
             self._audit(sql, "refused", exc)
@@ -670,6 +694,79 @@ class Session:
         )
         return cast(DensityResult, result)
 
+    def choose_bounds(
+        self,
+        table: str,
+        column: str,
+        *,
+        epsilon: Any = None,
+        confidence: float | None = None,
+        idempotency_key: str | None = None,
+    ) -> BoundsResult:
+        """Choose clipping bounds for a numeric column privately (a noisy log-scale histogram
+        read off at a threshold; ``docs/mechanisms/private_bounds.md``).
+
+        For a column the catalog declares ``bounds = "private"`` it spends the catalog's
+        ``bounds_epsilon`` (leave ``epsilon`` out), and queries then clip the column to the
+        result; :meth:`query` does this itself the first time a query needs the bounds. Once per
+        data version: a repeat is answered from the ledger at no cost. With ``epsilon``, any
+        numeric column's bounds may be chosen, to see what they would be.
+
+        Raises:
+            QueryError: the table or column cannot be bounded (nothing spent).
+            ConfigurationError: no ``epsilon`` for a column without ``bounds = "private"``.
+            BudgetExceededError: the loss exceeds what remains (nothing spent).
+        """
+        eps = None if epsilon is None else as_fraction(epsilon, "epsilon")
+
+        def build(catalog: Catalog) -> BoundsPlan:
+            return bounds_plan(catalog, table, column, eps)
+
+        result = self.spend(
+            build,
+            text=f"BOUNDS({column}) FROM {table}",
+            confidence=confidence,
+            idempotency_key=idempotency_key,
+        )
+        plan = bounds_plan(self.catalog, table, column, eps)
+        settled = settle(result.release, result.entry_id)
+        remember(self.ledger, self.analyst, self.dataset, self._request_key(plan), settled)
+        return cast(BoundsResult, result)
+
+    def suggest_caps(
+        self,
+        table: str,
+        *,
+        epsilon: Any,
+        groups: Sequence[str] = (),
+        coverage: Any = None,
+        idempotency_key: str | None = None,
+    ) -> ContributionsResult:
+        """Suggest the per-unit caps of ``table``'s privacy unit (``max_rows``, and
+        ``max_groups`` for the ``groups`` columns) from noisy histograms of what each unit
+        contributes, spending ``epsilon`` (``docs/mechanisms/private_bounds.md``).
+
+        The cap covers ``coverage`` (0.95 by default) of the units fully; asking again with
+        another coverage reads the same histograms, free.
+        """
+        request = ContributionsRequest(
+            table,
+            tuple(groups),
+            as_fraction(epsilon, "epsilon"),
+            DEFAULT_COVERAGE if coverage is None else as_fraction(coverage, "coverage"),
+        )
+
+        def build(catalog: Catalog) -> ContributionsPlan:
+            return plan_contributions(catalog, request)
+
+        measured = ", ".join(("rows", *request.groups))
+        result = self.spend(
+            build,
+            text=f"CONTRIBUTIONS({measured}) FROM {table}",
+            idempotency_key=idempotency_key,
+        )
+        return cast(ContributionsResult, result)
+
     def perturb(
         self,
         table: str,
@@ -932,6 +1029,8 @@ class Session:
         salt: int | None = None,
         targets: Targets | None = None,
         confidence: float = DEFAULT_CONFIDENCE,
+        choose: bool = False,
+        _round: int = 0,
     ) -> Prepared:
         """Parse, validate and plan ``sql``: the first step of :meth:`query` and :meth:`explain`.
 
@@ -940,12 +1039,31 @@ class Session:
         contribution bounding's hash ranking (drawn from the OS generator when omitted); with
         ``targets`` the ε split is the smallest meeting them at ``confidence``.
 
+        Bounds the catalog has chosen privately (``bounds = "private"``) are used once this
+        analyst has them for the current data version; with ``choose`` (answering, not
+        explaining) missing ones are chosen first, each a release of its own
+        (:meth:`choose_bounds`).
+
         Raises:
             QueryError: the SQL cannot be answered (located at its clause).
             ConfigurationError: a missing or inconsistent ε or δ.
         """
-        catalog = self.catalog
-        resolved = PLANS.get(catalog, ("query", sql), lambda: to_query(sql, catalog))
+        catalog = self._known_catalog()
+        try:
+            resolved = PLANS.get(catalog, ("query", sql), lambda: to_query(sql, catalog))
+        except BoundsNotChosen as missing:
+            if _round > len(self.catalog.private_bounds) or not self._settle(missing, choose):
+                raise
+            return self.prepare(
+                sql,
+                epsilon,
+                delta,
+                salt=salt,
+                targets=targets,
+                confidence=confidence,
+                choose=choose,
+                _round=_round + 1,
+            )
         if targets is not None:
             return self._prepare_for_accuracy(sql, resolved, epsilon, delta, targets, confidence)
         eps = _merge("epsilon", epsilon, resolved.options.epsilon, allow_zero=False)
@@ -978,6 +1096,26 @@ class Session:
             raise located(exc, sql) from None
         write = partial(self._exact_sql, plan, None if measured else key, salt)
         return Prepared(plan=plan, write=write, tables=resolved.tables)
+
+    def _known_catalog(self) -> Catalog:
+        """The catalog with the privately chosen bounds this analyst has (engine/private_bounds.py)."""
+        return known_catalog(
+            self.catalog, self.ledger, self.analyst, self.dataset, self._request_key
+        )
+
+    def _settle(self, missing: BoundsNotChosen, choose: bool) -> bool:
+        """Find in the ledger, or (with ``choose``) choose, the bounds ``missing`` names;
+        whether all of them are now known.
+        """
+        for pair in missing.columns:
+            if find_recorded(
+                self.catalog, self.ledger, self.analyst, self.dataset, self._request_key, pair
+            ):
+                continue
+            if not choose:
+                return False
+            self.choose_bounds(*pair)
+        return True
 
     def _prepare_for_accuracy(
         self,

@@ -449,25 +449,41 @@ def _passes(conditions: Sequence[Expr], env: Mapping[str, Key | None]) -> bool:
 
 
 def _literal_results(expr: Expr) -> GroupKeys | None:
-    """The results of a CASE whose every branch is a literal: public, whatever the input.
+    """The results of a CASE whose every branch is a literal, or a CASE of the same kind:
+    public, whatever the input (a nested CASE is how a binning by binary search is written).
 
     Without ``ELSE`` (or with a NULL branch), NULL is one of them.
+
+    Example:
+        >>> from dalenius.plan.expr import BinOp, Case, Col, Lit
+        >>> inner = Case(((BinOp(">=", Col("x"), Lit(8)), Lit(3)),), Lit(2))
+        >>> _literal_results(Case(((BinOp(">=", Col("x"), Lit(4)), inner),), Lit(0)))
+        (3, 2, 0)
     """
+    results = _branch_literals(expr)
+    if results is None:
+        return None
+    return results if any(k is not None for k in results) else None
+
+
+def _branch_literals(expr: Expr) -> GroupKeys | None:
     if not isinstance(expr, Case):
         return None
     branches = [v for _, v in expr.whens] + [
         expr.default if expr.default is not None else Lit(None)
     ]
-    if not all(isinstance(v, Lit) for v in branches):
-        return None
     seen: dict[Key | None, None] = {}
     for v in branches:
-        assert isinstance(v, Lit)
-        if v.value is None or isinstance(v.value, str | int | bool):
+        if isinstance(v, Case):
+            inner = _branch_literals(v)
+            if inner is None:
+                return None
+            seen.update(dict.fromkeys(inner))
+        elif isinstance(v, Lit) and (v.value is None or isinstance(v.value, str | int | bool)):
             seen.setdefault(v.value, None)
         else:
             return None
-    return tuple(seen) if any(k is not None for k in seen) else None
+    return tuple(seen)
 
 
 def _domain(info: FieldInfo, limit: int) -> tuple[Key | None, ...] | None:

@@ -489,6 +489,18 @@ class Gateway:
         )
         return {"dataset": name, **result.to_dict(), "data": _columns(result)}
 
+    def choose_bounds(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Choose a column's clipping bounds privately under the caller's budget."""
+        checked_number("epsilon", request.epsilon)
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).choose_bounds(
+            request.table,
+            request.column,
+            epsilon=request.epsilon,
+            idempotency_key=request.idempotency_key,
+        )
+        return {"dataset": name, **result.to_dict()}
+
     def fetch_release(self, caller: Caller, name: str, entry_id: str) -> dict[str, Any]:
         """A release the caller already received, again by its entry id (no cost).
 

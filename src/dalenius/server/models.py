@@ -567,6 +567,20 @@ class DensityRequest(_Request):
     )
 
 
+class BoundsRequest(_Request):
+    """A numeric column whose clipping bounds to choose privately."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    column: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["income"])
+    epsilon: Number | None = Field(
+        default=None,
+        description='Leave out for a column declared bounds = "private": its bounds_epsilon.',
+    )
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
+    )
+
+
 class HierarchyRequest(_Request):
     """Counts at every level of a hierarchy of key columns, released consistent."""
 

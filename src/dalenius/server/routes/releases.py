@@ -81,6 +81,22 @@ async def synthesize(
     return found
 
 
+@router.post(
+    "/datasets/{name}/bounds",
+    responses=errors(404, 409, 503),
+    operation_id="choose_bounds",
+)
+async def choose_bounds(
+    name: PathName, body: models.BoundsRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Choose a numeric column's clipping bounds privately (a noisy log-scale histogram); for a
+    column declared ``bounds = "private"`` queries then clip to them. Once per data version.
+    """
+    work = partial(gateway.choose_bounds, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
 @router.get(
     "/datasets/{name}/releases/{entry_id}",
     responses=errors(404, 503),

@@ -12,13 +12,15 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from dalenius.core.catalog import PrivateBounds
+from dalenius.core.errors import BoundsNotChosen
 from dalenius.plan.derive import FieldInfo, bounds_of, type_of
 from dalenius.plan.expr import BinOp, Case, Col, Expr, Func, Neg, columns
 from dalenius.plan.nodes import AggCall
 from dalenius.sql import aggregates, validate
 from dalenius.sql.bind.base import _Binder, _Source
 from dalenius.sql.expressions import Converter
-from dalenius.sql.parse import DEFAULT_DIALECT
+from dalenius.sql.parse import DEFAULT_DIALECT, span_of
 
 
 class _Aggregates(_Binder):
@@ -102,6 +104,7 @@ class _Aggregates(_Binder):
                 and infos[f.id].bounds is None
                 and infos[f.id].type != "bool"
             )
+            self.check_private_bounds(arg, source, node, clause)
             names = ", ".join(repr(n) for n in unbounded) or "the expression"
             raise self.error(
                 f"the bounds of {call.arg.sql()} cannot be derived ({names} has no public bounds).",
@@ -128,6 +131,50 @@ class _Aggregates(_Binder):
             if call.descending:
                 q = 1 - q
         return AggCall(func, arg, arg_type, bounds, q, label)  # type: ignore[arg-type]
+
+    def check_private_bounds(self, arg: Expr, source: _Source, node: exp.Expr, clause: str) -> None:
+        """Refuse an aggregate whose columns' bounds are chosen privately and not settled yet.
+
+        :class:`BoundsNotChosen` tells the session which bounds to choose before planning again;
+        a choice that came out empty is a refusal of its own, with what to do about it.
+        """
+        read = columns(arg)
+        found: dict[tuple[str, str], PrivateBounds] = {}
+        for f in source.fields:
+            if f.id not in read:
+                continue
+            entry = self.private_bounds.get(f.id) or next(
+                (v for v in self.private_bounds.values() if v[1].lower() == f.name.lower()), None
+            )
+            if entry is not None:
+                found[(entry[0], entry[1])] = entry[2]
+        if not found:
+            return
+        empty = [f"{t}.{c}" for (t, c), p in found.items() if p.outcome == "empty"]
+        if empty:
+            raise self.error(
+                f"the bounds of {', '.join(empty)} were chosen privately and came out empty.",
+                node,
+                clause=clause,
+                why="no range of values held enough rows to stand out from the noise of the choice "
+                "(a small table, or a small bounds_epsilon), so there is nothing to clip to.",
+                fix="ask the custodian to declare bounds = [low, high] for the column, or a larger "
+                "bounds_epsilon for the next data version.",
+                privacy=True,
+            )
+        pending = tuple(found)
+        costs = ", ".join(f"{t}.{c} (ε = {_num(p.epsilon)})" for (t, c), p in found.items())
+        raise BoundsNotChosen(
+            f"the clipping bounds of {costs} are chosen privately, and not yet.",
+            columns=pending,
+            clause=clause,
+            sql=self.sql,
+            span=span_of(node, self.sql),
+            why='the custodian declared bounds = "private": the first query that needs them '
+            "chooses them with a DP mechanism and is charged that ε once per data version.",
+            fix="run the query (it chooses them first), or choose them alone with `dalenius "
+            f"bounds --table {pending[0][0]} --column {pending[0][1]}`; explain shows the plan after.",
+        )
 
     def check_magnitude(
         self,
@@ -192,3 +239,8 @@ def _value_path(expr: Expr) -> list[Expr]:
             if default is not None:
                 out += _value_path(default)
     return out
+
+
+def _num(value: Fraction) -> str:
+    """A loss as the catalog writes it (``1/20`` as ``0.05``)."""
+    return f"{float(value):g}"

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from dalenius.core.catalog import Catalog, Table
+from dalenius.core.catalog import Catalog, PrivateBounds, Table
 from dalenius.core.errors import PrivacyRefusal, QueryError
 from dalenius.plan.derive import FieldInfo
 from dalenius.plan.nodes import Field, Relation, UnitSpec
@@ -51,6 +51,8 @@ class _Binder:
         self.used_ids: set[str] = set()
         self.explicit_per_unit: dict[int, tuple[Fraction, Fraction]] = {}
         self.building: set[str] = set()
+        self.private_bounds: dict[str, tuple[str, str, PrivateBounds]] = {}
+        """Field ids of columns whose bounds are chosen privately and not settled yet."""
 
     # -- errors ---------------------------------------------------------------------------------
 

@@ -166,6 +166,9 @@ class _Relations(_Aggregates):
             )
             for c in table.columns
         ]
+        for f, c in zip(fields, table.columns, strict=True):
+            if c.private_bounds is not None and c.bounds is None:
+                self.private_bounds[f.id] = (table.name, c.name, c.private_bounds)
         relation = Scan(table=table.name, alias=alias, fields=tuple(fields))
         if table.public:
             return _Source(relation, fields, None, [table])
