@@ -104,7 +104,8 @@ class PrivateBounds:
     Attributes:
         epsilon: what choosing them costs, once per data version (``bounds_epsilon``).
         outcome: ``"pending"`` until chosen; then ``"chosen"`` (the column's ``bounds`` hold
-            them) or ``"empty"`` (no value range had enough rows to stand out from the noise).
+            them), ``"empty"`` (no value range had enough rows to stand out from the noise) or
+            ``"provisional"`` (standing in as [0, 1] for the shape of an answer, never its noise).
         entry: the ledger entry that released them, once chosen.
     """
 

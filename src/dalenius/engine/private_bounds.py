@@ -154,3 +154,23 @@ def chosen_notes(catalog: Catalog, clips: tuple[str, ...]) -> tuple[str, ...]:
                 "values outside them are clipped."
             )
     return tuple(notes)
+
+
+def provisional_catalog(catalog: Catalog, pairs: tuple[Pair, ...]) -> Catalog:
+    """``catalog`` with the bounds of ``pairs`` standing in as ``[0, 1]``: for the shape of an
+    answer (its columns and types) before its bounds are chosen, never for noise.
+    """
+    stand_in = (Fraction(0), Fraction(1))
+    chosen = {}
+    for pair in pairs:
+        table = catalog.table(pair[0])
+        column = table.column(pair[1]) if table is not None else None
+        if column is not None and column.private_bounds is not None:
+            settled = PrivateBounds(column.private_bounds.epsilon, "provisional")
+            chosen[pair] = (settled, stand_in)
+    signature = frozenset(chosen.items())
+    with _LOCK:
+        built = _CATALOGS.setdefault(catalog, {})
+        if signature not in built:
+            built[signature] = catalog.with_private_bounds(chosen)
+        return built[signature]

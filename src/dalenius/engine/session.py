@@ -67,6 +67,7 @@ from dalenius.engine.private_bounds import (
     chosen_notes,
     find_recorded,
     known_catalog,
+    provisional_catalog,
     remember,
     settle,
 )
@@ -280,16 +281,21 @@ class Session:
         target_error: Any = None,
         target_relative: Any = None,
         expected: Any = None,
+        shape_only: bool = False,
     ) -> DPQuery:
         """The DP plan :meth:`explain` shows (its loss, measurements), refused as it would be.
 
         Takes :meth:`explain`'s arguments. Neither the exact SQL nor the expected errors are
         worked out: for a caller that checks a query's loss before answering it (the gateway),
-        at a small part of explain's cost.
+        at a small part of explain's cost. With ``shape_only`` (a client describing a statement
+        before running it), bounds still to be chosen privately stand in as ``[0, 1]``: the
+        plan's outputs and their types are right, its noise is not.
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         targets = parse_targets(target_error, target_relative, expected)
-        plan = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf).plan
+        plan = self.prepare(
+            sql, epsilon, delta, targets=targets, confidence=conf, provisional=shape_only
+        ).plan
         self.policy.check(plan.loss)
         return plan
 
@@ -1030,6 +1036,8 @@ class Session:
         targets: Targets | None = None,
         confidence: float = DEFAULT_CONFIDENCE,
         choose: bool = False,
+        provisional: bool = False,
+        _catalog: Catalog | None = None,
         _round: int = 0,
     ) -> Prepared:
         """Parse, validate and plan ``sql``: the first step of :meth:`query` and :meth:`explain`.
@@ -1042,18 +1050,24 @@ class Session:
         Bounds the catalog has chosen privately (``bounds = "private"``) are used once this
         analyst has them for the current data version; with ``choose`` (answering, not
         explaining) missing ones are chosen first, each a release of its own
-        (:meth:`choose_bounds`).
+        (:meth:`choose_bounds`); with ``provisional`` they stand in as ``[0, 1]``, for a caller
+        that needs only the answer's shape (its columns and their types), never its noise.
 
         Raises:
             QueryError: the SQL cannot be answered (located at its clause).
             ConfigurationError: a missing or inconsistent ε or δ.
         """
-        catalog = self._known_catalog()
+        catalog = _catalog or self._known_catalog()
         try:
             resolved = PLANS.get(catalog, ("query", sql), lambda: to_query(sql, catalog))
         except BoundsNotChosen as missing:
-            if _round > len(self.catalog.private_bounds) or not self._settle(missing, choose):
+            if _round > len(self.catalog.private_bounds):
                 raise
+            stand_in = None
+            if not self._settle(missing, choose):
+                if not provisional:
+                    raise
+                stand_in = provisional_catalog(catalog, missing.columns)
             return self.prepare(
                 sql,
                 epsilon,
@@ -1062,6 +1076,8 @@ class Session:
                 targets=targets,
                 confidence=confidence,
                 choose=choose,
+                provisional=provisional,
+                _catalog=stand_in,
                 _round=_round + 1,
             )
         if targets is not None:

@@ -348,7 +348,9 @@ class Gateway:
         """
         session = self._checked_session(caller, name, sql, epsilon, delta)
         with _planning(sql):
-            plan = session.plan(sql, epsilon, delta=delta, confidence=confidence, **targets)
+            plan = session.plan(
+                sql, epsilon, delta=delta, confidence=confidence, shape_only=True, **targets
+            )
         names = [out.name for out in plan.query.outputs]
         return list(zip(names, output_kinds(plan), key_types(plan), strict=True))
 
