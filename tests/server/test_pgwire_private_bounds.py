@@ -43,3 +43,20 @@ def test_a_described_statement_chooses_the_bounds_once_when_it_runs(wire: Wire) 
         assert wire.remaining() == PureDP(Fraction(1) - Fraction(1, 10) - Fraction(1, 2))
     sqls = [e.sql for e in wire.site.gateway.ledger.entries("alice", "census")]
     assert sqls.count("BOUNDS(income) FROM people") == 1
+
+
+def test_public_keys_are_answered_over_the_wire_free(wire: Wire) -> None:
+    with psycopg.connect(**wire.dsn(), autocommit=True) as conn:
+        conn.execute("SET dalenius.epsilon = 0.25")
+        rows = conn.execute(
+            "SELECT sex FROM people WHERE age >= %s GROUP BY sex", (18,), prepare=True
+        ).fetchall()
+        assert rows == [("Female",), ("Male",)]
+    assert wire.remaining() == PureDP(Fraction(1))
+    answer = wire.site.client.post(
+        "/v1/datasets/census/query",
+        json={"sql": "SELECT sex FROM people GROUP BY sex", "epsilon": 0.1},
+        headers=wire.site.as_(wire.site.analyst),
+    )
+    assert answer.status_code == 200, answer.text
+    assert [r[0]["value"] for r in answer.json()["rows"]] == ["Female", "Male"]

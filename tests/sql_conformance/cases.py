@@ -895,7 +895,7 @@ def refused() -> list[Refused]:
         Refused(
             "no-aggregate",
             "adult",
-            "SELECT sex FROM adult GROUP BY sex",
+            "SELECT sex FROM adult GROUP BY sex HAVING sex <> 'Male'",
             "SELECT",
             "asks only for the groups, and these are public",
             False,

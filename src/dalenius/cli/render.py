@@ -69,11 +69,12 @@ def print_table(result: Result, console: Console | None = None) -> None:
     pct = percent(result.confidence)
     if not result.rows:
         console.print("(no groups released)")
-    console.print(
-        f"[low, high]: {pct} interval for the noise (not for clipping bias).",
-        style="dim",
-        markup=False,
-    )
+    if any(kind != "key" for kind in result.kinds):
+        console.print(
+            f"[low, high]: {pct} interval for the noise (not for clipping bias).",
+            style="dim",
+            markup=False,
+        )
     if any(r is not None for r in ranks):
         console.print(
             f"(rank ±r): with {pct} confidence the value's rank is within r of its target.",

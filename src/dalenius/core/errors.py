@@ -179,6 +179,36 @@ class PrivacyRefusal(QueryError):
     code = "privacy_refusal"
 
 
+class PublicAnswer(QueryError):
+    """A query whose answer is public, read off the catalog: ``SELECT state FROM people GROUP BY
+    state`` on a column with a public key list asks only for those keys.
+
+    :meth:`dalenius.engine.session.Session.query` answers it exactly, reading no data and spending
+    nothing (audited as answered); explaining it says so, free.
+
+    Attributes:
+        columns: the output columns.
+        types: their catalog types.
+        rows: the answer's rows.
+    """
+
+    code = "public_answer"
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        columns: tuple[str, ...],
+        types: tuple[str, ...],
+        rows: tuple[tuple[Any, ...], ...],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(what, **kwargs)
+        self.columns = columns
+        self.types = types
+        self.rows = rows
+
+
 class BoundsNotChosen(PrivacyRefusal):
     """A query needs the bounds of a column whose bounds are chosen privately, and they are not
     chosen yet (``bounds = "private"`` in the catalog).

@@ -73,7 +73,9 @@ def result_html(result: Result, cell: Any) -> str:
         span = len(result.columns)
         body.append(f'<tr><td colspan="{span}" style="{_DIM}">(no groups released)</td></tr>')
     pct = percent(result.confidence)
-    notes = [f"[low, high]: {pct} interval for the noise (not for clipping bias)."]
+    notes = []
+    if any(kind != "key" for kind in result.kinds):
+        notes.append(f"[low, high]: {pct} interval for the noise (not for clipping bias).")
     if any(r is not None for r in ranks):
         notes.append(
             f"(rank ±r): with {pct} confidence the value's rank is within r of its target."

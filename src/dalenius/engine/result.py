@@ -235,7 +235,8 @@ def format_table(result: Result) -> str:
     lines.append("")
     if not body:
         lines.append("(no groups released)")
-    lines.append(f"[low, high]: {pct} interval for the noise (not for clipping bias).")
+    if any(kind != "key" for kind in result.kinds):
+        lines.append(f"[low, high]: {pct} interval for the noise (not for clipping bias).")
     if any(r is not None for r in ranks):
         lines.append(
             f"(rank ±r): with {pct} confidence the value's rank is within r of its target."

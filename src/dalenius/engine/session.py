@@ -53,6 +53,7 @@ from dalenius.core.errors import (
     InvalidLossError,
     PostGateOutcome,
     PrivacyRefusal,
+    PublicAnswer,
     QueryError,
     UserError,
 )
@@ -88,7 +89,7 @@ from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
 from dalenius.frames.frame import PrivateFrame
 from dalenius.ledger import CachedAnswer, ChargeRequest, Ledger, Reservation, open_ledger
-from dalenius.ledger.base import CACHED, COMMITTED, LedgerEntry
+from dalenius.ledger.base import ANSWERED, CACHED, COMMITTED, LedgerEntry
 from dalenius.plan.accuracy import (
     Allocation,
     BatchPlan,
@@ -363,6 +364,8 @@ class Session:
                 sql, epsilon, delta, targets=targets, confidence=conf, choose=True
             )
             _write_now(prepared, sql)
+        except PublicAnswer as public:
+            return self._public(sql, public, conf)
         except UserError as exc:
             self._audit(sql, "refused", exc)
             raise
@@ -379,6 +382,32 @@ class Session:
             entry_id=receipt.entry_id,
             shared=receipt.shared,
             accuracy=_accuracy(prepared),
+        )
+
+    def _public(self, sql: str, public: PublicAnswer, conf: float) -> Result:
+        """Answer a query whose answer is public (read off the catalog): exact, no data read,
+        nothing spent, one audit line.
+        """
+        self.ledger.record(
+            principal=self.analyst,
+            dataset=self.dataset,
+            sql=sql,
+            outcome=ANSWERED,
+            detail="answered from the catalog's public keys: no data read, nothing spent",
+        )
+        empty = tuple((None,) * len(public.columns) for _ in public.rows)
+        return Result(
+            columns=public.columns,
+            rows=public.rows,
+            lows=empty,
+            highs=empty,
+            kinds=("key",) * len(public.columns),
+            loss=PureDP(Fraction(0)),
+            remaining=self.remaining(),
+            confidence=conf,
+            cached=False,
+            entry_id=None,
+            notes=("Answered from the catalog's public keys: no data read, nothing spent.",),
         )
 
     # -- the one spending sequence ------------------------------------------------------------

@@ -27,6 +27,7 @@ from dalenius.core.errors import (
     CatalogError,
     ConfigurationError,
     EvaluationFailed,
+    PublicAnswer,
     QueryError,
     UserError,
 )
@@ -347,10 +348,13 @@ class Gateway:
         data and spends nothing.
         """
         session = self._checked_session(caller, name, sql, epsilon, delta)
-        with _planning(sql):
-            plan = session.plan(
-                sql, epsilon, delta=delta, confidence=confidence, shape_only=True, **targets
-            )
+        try:
+            with _planning(sql):
+                plan = session.plan(
+                    sql, epsilon, delta=delta, confidence=confidence, shape_only=True, **targets
+                )
+        except PublicAnswer as public:  # answered from the catalog: keys only
+            return [(c, "key", t) for c, t in zip(public.columns, public.types, strict=True)]
         names = [out.name for out in plan.query.outputs]
         return list(zip(names, output_kinds(plan), key_types(plan), strict=True))
 

@@ -7,15 +7,20 @@ answer the query.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from operator import itemgetter
+from typing import Any
 
 from sqlglot import exp
 
 from dalenius.core.catalog import Catalog, Table
-from dalenius.core.errors import QueryError
+from dalenius.core.errors import PublicAnswer, QueryError
 from dalenius.core.loss import as_fraction
-from dalenius.plan.nodes import Query
+from dalenius.plan.expr import KeyRef
+from dalenius.plan.nodes import OrderItem, Query
 from dalenius.plan.rewrite import BigQueryOptions, Context, rewrite
 from dalenius.sql import aggregates, bigquery, validate
 from dalenius.sql.bind.base import _Source
@@ -172,11 +177,37 @@ class _Planner(_Relations):
     def key_set(self, state: _State, tree: exp.Select) -> None:
         """GROUP BY without an aggregate asks for the set of groups (as ``SELECT DISTINCT``).
 
-        Public keys are known without reading data: refused, with the keys themselves and the
-        rewrite that counts them. Private keys are released through partition selection, on a
-        hidden ``COUNT(*)`` (charged, as for any private GROUP BY).
+        Public keys are known without reading data: the answer is every combination of them
+        (as a grouped count answers them), read off the catalog — :class:`PublicAnswer`, which
+        the session answers for free. With HAVING, ORDER BY or LIMIT, or outputs other than the
+        keys, it is refused with the keys and the rewrite that counts them. Private keys are
+        released through partition selection, on a hidden ``COUNT(*)`` (charged, as for any
+        private GROUP BY).
         """
-        if all(k.keys is not None for k in state.keys):
+        public = all(k.keys is not None for k in state.keys)
+        plain = (
+            state.having_expr is None
+            and all(isinstance(o.expr, KeyRef) for o in state.outputs)
+            and all(isinstance(o.expr, KeyRef) for o in state.order)
+        )
+        if public and plain:
+            combos = _ordered(
+                list(itertools.product(*(k.keys or () for k in state.keys))), state.order
+            )
+            limit, offset = self.limit(tree)
+            combos = combos[offset : None if limit is None else offset + limit]
+            picks = [o.expr.index for o in state.outputs if isinstance(o.expr, KeyRef)]
+            raise PublicAnswer(
+                "GROUP BY without an aggregate asks only for the groups, and these are public: "
+                "the query answers them from the catalog, reading no data and spending nothing.",
+                columns=tuple(o.name for o in state.outputs),
+                types=tuple(state.keys[i].type for i in picks),
+                rows=tuple(tuple(combo[i] for i in picks) for combo in combos),
+                clause="SELECT",
+                sql=self.sql,
+                fix="run it (free); add COUNT(*) to see how many rows each group has (charged).",
+            )
+        if public:
             listed = "; ".join(
                 f"{k.name}: {', '.join('NULL' if v is None else repr(v) for v in (k.keys or ())[:20])}"
                 + (", …" if len(k.keys or ()) > 20 else "")
@@ -251,3 +282,18 @@ class _Planner(_Relations):
         limit = number(tree.args.get("limit"), "LIMIT")
         offset = number(tree.args.get("offset"), "OFFSET") or 0
         return limit, offset
+
+
+def _ordered(rows: list[tuple[Any, ...]], order: Sequence[OrderItem]) -> list[tuple[Any, ...]]:
+    """Public key combinations in ``ORDER BY`` order (values by Python's order — code points for
+    text; NULLs last unless NULLS FIRST, as every ordered answer); stable, so ties keep the
+    catalog's order.
+    """
+    for item in reversed(order):
+        assert isinstance(item.expr, KeyRef)
+        i = item.expr.index
+        present = [r for r in rows if r[i] is not None]
+        missing = [r for r in rows if r[i] is None]
+        present.sort(key=itemgetter(i), reverse=item.descending)
+        rows = missing + present if item.nulls_first else present + missing
+    return rows
