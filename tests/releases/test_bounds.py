@@ -260,6 +260,7 @@ def test_explain_refuses_free_until_a_query_chooses_them_then_shows_them(tmp_pat
     assert session.remaining() == PureDP(Fraction(3))
 
     result = session.query(sql, epsilon=1)
+    assert any("orders.amount were chosen privately first" in n for n in result.notes)
     entries = session.ledger.entries()
     assert [e.sql for e in entries] == ["BOUNDS(amount) FROM orders", sql]
     assert result.remaining == PureDP(Fraction(3) - Fraction(1, 2) - 1)

@@ -60,3 +60,14 @@ def test_public_keys_are_answered_over_the_wire_free(wire: Wire) -> None:
     )
     assert answer.status_code == 200, answer.text
     assert [r[0]["value"] for r in answer.json()["rows"]] == ["Female", "Male"]
+
+
+def test_the_notice_says_the_bounds_were_chosen_first(wire: Wire) -> None:
+    notices: list[str] = []
+    with psycopg.connect(**wire.dsn(), autocommit=True) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        conn.execute("SET dalenius.epsilon = 0.25")
+        conn.execute("SELECT SUM(income) FROM people").fetchall()
+        conn.execute("SELECT AVG(income) FROM people").fetchall()
+    chosen = [n for n in notices if "chosen privately first" in n]
+    assert len(chosen) == 1 and "people.income" in chosen[0] and "ε=0.1 more" in chosen[0]

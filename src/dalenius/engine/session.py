@@ -163,6 +163,8 @@ class Prepared:
     write: Callable[[], ExactSQL] = field(repr=False, compare=False)
     tables: tuple[Table, ...]
     allocation: Allocation | None = None
+    chosen: tuple[str, ...] = ()
+    """Notes on bounds chosen privately for this query (each a release of its own)."""
 
     @cached_property
     def exact(self) -> ExactSQL:
@@ -373,6 +375,8 @@ class Session:
         # query text and the catalog, and take as long as a new text needs.
         plan = QueryRelease(prepared, sql)
         answer, receipt = self._spend(plan, conf, idempotency_key, time.monotonic())
+        if prepared.chosen:
+            answer = replace(answer, notes=(*prepared.chosen, *answer.notes))
         return Result.from_answer(
             answer,
             loss=plan.loss,
@@ -1093,11 +1097,12 @@ class Session:
             if _round > len(self.catalog.private_bounds):
                 raise
             stand_in = None
-            if not self._settle(missing, choose):
+            chosen = self._settle(missing, choose)
+            if chosen is None:
                 if not provisional:
                     raise
                 stand_in = provisional_catalog(catalog, missing.columns)
-            return self.prepare(
+            inner = self.prepare(
                 sql,
                 epsilon,
                 delta,
@@ -1109,6 +1114,7 @@ class Session:
                 _catalog=stand_in,
                 _round=_round + 1,
             )
+            return replace(inner, chosen=(*(chosen or ()), *inner.chosen))
         if targets is not None:
             return self._prepare_for_accuracy(sql, resolved, epsilon, delta, targets, confidence)
         eps = _merge("epsilon", epsilon, resolved.options.epsilon, allow_zero=False)
@@ -1148,19 +1154,29 @@ class Session:
             self.catalog, self.ledger, self.analyst, self.dataset, self._request_key
         )
 
-    def _settle(self, missing: BoundsNotChosen, choose: bool) -> bool:
-        """Find in the ledger, or (with ``choose``) choose, the bounds ``missing`` names;
-        whether all of them are now known.
+    def _settle(self, missing: BoundsNotChosen, choose: bool) -> list[str] | None:
+        """Find in the ledger, or (with ``choose``) choose, the bounds ``missing`` names: a note
+        for each choice made now, or ``None`` when some are still unknown.
         """
+        notes = []
         for pair in missing.columns:
             if find_recorded(
                 self.catalog, self.ledger, self.analyst, self.dataset, self._request_key, pair
             ):
                 continue
             if not choose:
-                return False
-            self.choose_bounds(*pair)
-        return True
+                return None
+            result = self.choose_bounds(*pair)
+            bounds = result.release.bounds
+            shown = (
+                "none (empty)" if bounds is None else f"[{_plain(bounds[0])}, {_plain(bounds[1])}]"
+            )
+            cost = "from the ledger's record, free" if result.cached else f"{result.loss} more"
+            notes.append(
+                f"The bounds of {pair[0]}.{pair[1]} were chosen privately first: {shown}, "
+                f"spending {cost} (ledger entry {result.entry_id})."
+            )
+        return notes
 
     def _prepare_for_accuracy(
         self,
@@ -1457,3 +1473,8 @@ def _loss_arguments(
     dlt = as_fraction(delta, "delta", allow_zero=True) if delta is not None else None
     rh = as_fraction(rho, "rho") if rho is not None else None
     return eps, dlt, rh
+
+
+def _plain(value: Fraction) -> str:
+    """A bound as a note shows it (``16384``, ``0.5``)."""
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"

@@ -71,6 +71,9 @@ def column_json(column: Column, description: str) -> dict[str, Any]:
         "name": column.name,
         "type": column.type,
         "bounds": bounds,
+        "bounds_epsilon": None
+        if column.private_bounds is None
+        else float(column.private_bounds.epsilon),
         "keys": list(column.keys) if column.keys is not None else None,
         "nullable": column.nullable,
         "description": description,

@@ -242,6 +242,11 @@ class ColumnInfo(_Response):
     name: str
     type: str
     bounds: Bounds | None
+    bounds_epsilon: float | None = Field(
+        default=None,
+        description='Set when the catalog says bounds = "private": what choosing them costs '
+        "(the caller's first query that needs them pays it once per data version).",
+    )
     keys: list[str | int | bool] | None
     nullable: bool
     description: str

@@ -429,7 +429,9 @@ def _number(value: Any, kind: str) -> Any:
 
 
 def spending_notice(doc: dict[str, Any]) -> str:
-    """The NOTICE sent with every private answer: the loss spent and the budget left."""
+    """The NOTICE sent with every private answer: the loss spent, the budget left and the
+    answer's notes (hints from the catalog, bounds chosen privately for it).
+    """
 
     def loss(d: dict[str, Any] | None) -> str:
         if not d:
@@ -447,7 +449,8 @@ def spending_notice(doc: dict[str, Any]) -> str:
         head = f"spent {loss(doc.get('loss'))}"
     confidence = doc.get("confidence")
     bars = f"; intervals at {round(confidence * 100)}% confidence" if confidence else ""
-    return f"dalenius: {head}; remaining {loss(doc.get('remaining'))}{bars}."
+    extra = "".join(f" {note}" for note in doc.get("notes", []))
+    return f"dalenius: {head}; remaining {loss(doc.get('remaining'))}{bars}.{extra}"
 
 
 def explain_lines(doc: dict[str, Any]) -> list[str]:

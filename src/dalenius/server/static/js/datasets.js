@@ -19,7 +19,11 @@ function tableView(info) {
   const rows = info.columns.map((column) => [
     td(h("span", { class: "mono", text: column.name })),
     column.type,
-    column.bounds ? td(`[${fmt(column.bounds.low)}, ${fmt(column.bounds.high)}]`, "nowrap") : h("span", { class: "muted", text: "—" }),
+    column.bounds
+      ? td(`[${fmt(column.bounds.low)}, ${fmt(column.bounds.high)}]`, "nowrap")
+      : column.bounds_epsilon != null
+        ? h("span", { class: "small", title: "chosen with a DP mechanism by the first query that needs them, charged once per data version", text: `private (ε ${fmt(column.bounds_epsilon)})` })
+        : h("span", { class: "muted", text: "—" }),
     keysView(column.keys),
     column.nullable ? "yes" : "no",
     h("span", { class: "small", text: column.description || "" }),

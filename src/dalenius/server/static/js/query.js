@@ -247,6 +247,7 @@ function resultView(data) {
     keyIndex >= 0 && measures.length ? [chartTabs, chartBox] : null,
     h("h3", { text: "Table", style: "margin-top:1rem" }),
     table(headers, rows, { label: "Query result" }),
+    (data.notes || []).map((text) => h("p", { class: "note", "data-role": "result-note", text })),
     h("p", { class: "note", text: `Each value is shown ± half its ${pct} interval; the interval covers the noise, not clipping bias. Repeating the same query returns the same answer at no cost.` }),
   );
 }
@@ -287,7 +288,13 @@ function columnsCard(detail, insert) {
     box.append(h("h3", { class: "mono", text: `${tableInfo.name}`, style: "margin-top:0.5rem" }), h("p", { class: "small muted", text: `privacy unit: ${tableInfo.privacy_unit.description}` }));
     const list = h("div", { class: "examples" });
     for (const column of tableInfo.columns) {
-      const tag = column.keys ? `${column.keys.length} keys` : column.bounds ? `[${fmt(column.bounds.low)}, ${fmt(column.bounds.high)}]` : column.type;
+      const tag = column.keys
+        ? `${column.keys.length} keys`
+        : column.bounds
+          ? `[${fmt(column.bounds.low)}, ${fmt(column.bounds.high)}]`
+          : column.bounds_epsilon != null
+            ? `bounds private (ε ${fmt(column.bounds_epsilon)})`
+            : column.type;
       list.append(h("button", { type: "button", class: "chip", title: column.description || column.type, onclick: () => insert(column.name) }, h("span", { class: "mono", text: column.name }), h("span", { class: "muted", text: ` ${tag}` })));
     }
     box.append(list);

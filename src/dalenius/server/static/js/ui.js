@@ -108,6 +108,8 @@ const TITLES = {
   query_error: "The query cannot be answered",
   privacy_refusal: "Refused to protect privacy",
   budget_exceeded: "Budget exceeded — nothing was spent",
+  bounds_not_chosen: "Bounds still to be chosen — nothing was spent",
+  public_answer: "Free — answered from the catalog",
   invalid_loss: "Invalid privacy parameter",
   configuration_error: "Invalid setting",
   catalog_error: "Catalog problem",
@@ -148,7 +150,8 @@ function pointer(sql, line, column, span) {
 export function errorAlert(failure, sql) {
   const error = (failure && failure.error) || { code: "internal_error", message: String(failure) };
   const title = TITLES[error.code] || "Request failed";
-  const kind = error.code === "budget_exceeded" || error.code === "rate_limited" ? "warn" : "bad";
+  const gentle = ["budget_exceeded", "rate_limited", "bounds_not_chosen", "public_answer"];
+  const kind = gentle.includes(error.code) ? "warn" : "bad";
   const where = error.line ? ` (line ${error.line}, column ${error.column})` : "";
   return h(
     "div",
