@@ -31,6 +31,40 @@ def test_a_hierarchy_is_released_consistent_and_charged(site: Site) -> None:
     assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
 
 
+def test_a_continual_series_is_charged_once_and_published_on_for_free(site: Site) -> None:
+    body = {
+        "table": "visits",
+        "time": "visit_date",
+        "period": "month",
+        "start": "2023-01-01",
+        "horizon": 12,
+        "value": "duration_minutes",
+        "epsilon": "0.5",
+        "as_of": "2023-07-01",
+    }
+    headers = site.as_(site.analyst)
+    first = site.client.post("/v1/datasets/census/continual", json=body, headers=headers)
+    assert first.status_code == 200, first.text
+    doc = first.json()
+    assert doc["closed"] == 6 and doc["levels"] == 5 and doc["loss"]["epsilon"] == 0.5
+    later = site.client.post(
+        "/v1/datasets/census/continual", json={**body, "as_of": "2023-10-01"}, headers=headers
+    )
+    assert later.status_code == 200, later.text
+    again = later.json()
+    assert again["closed"] == 9 and again["loss"]["epsilon"] == 0
+    for period in again["periods"]:
+        assert period["count_low"] <= period["count"] <= period["count_high"]
+        assert period["running_sum_low"] <= period["running_sum"] <= period["running_sum_high"]
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+    fetched = site.client.get(f"/v1/datasets/census/releases/{doc['entry_id']}", headers=headers)
+    assert fetched.status_code == 200 and fetched.json()["periods"] == doc["periods"]
+    future = site.client.post(
+        "/v1/datasets/census/continual", json={**body, "as_of": "2999-01-01"}, headers=headers
+    )
+    assert future.status_code == 400 and "after today" in future.text
+
+
 def test_a_density_on_a_pure_budget_is_refused_at_no_cost(site: Site) -> None:
     body = {"table": "people", "columns": ["age"], "bandwidth": 2, "epsilon": "0.5"}
     answer = site.client.post(
@@ -172,6 +206,14 @@ def test_the_floor_refuses_every_release_below_it_at_no_cost(site: Site) -> None
             "per_destination": 5,
         },
         "query": {"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.25},
+        "continual": {
+            "table": "visits",
+            "time": "visit_date",
+            "period": "week",
+            "start": "2023-01-02",
+            "horizon": 52,
+            "epsilon": "0.25",
+        },
     }
     for path, body in requests.items():
         answer = site.client.post(

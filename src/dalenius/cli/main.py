@@ -63,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bounds_cmd",
         "choose a numeric column's clipping bounds privately (noisy log-scale histogram)",
     ),
+    "continual": (
+        "continual_cmd",
+        "publish counts (and sums) per day, week or month as periods close, one lifetime ε",
+    ),
     "calibrate": ("calibrate_cmd", "measure constant-time release deadlines on adversarial tables"),
     "catalog": ("catalog_cmd", "custodian tools for a catalog (check it against the data)"),
     "attack": (
@@ -87,6 +91,7 @@ LOADS_TABLES = frozenset(
         "synthesize",
         "perturb",
         "bounds",
+        "continual",
         "catalog",
         "download",
     }

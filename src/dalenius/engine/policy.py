@@ -85,6 +85,12 @@ class Policy:
             Why: the noise at a smaller epsilon swamps any answer, and some mechanisms' work grows with 1/epsilon.
             Fix: spend at least epsilon = 0.01 (the custodian sets the floor).
         """
+        parts = [getattr(loss, part, None) for part in ("epsilon", "delta", "rho")]
+        if all(not value for value in parts):
+            # A release that spends nothing: a later publication of a continual series, whose
+            # privacy map proves it covered by the lifetime loss its first publication was
+            # charged (and checked here). The floor is about what one release spends.
+            return
         epsilon = getattr(loss, "epsilon", None)
         if isinstance(epsilon, Fraction) and epsilon < self.min_epsilon:
             raise PolicyRefusal(

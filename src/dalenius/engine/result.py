@@ -12,6 +12,7 @@ from dalenius.core.loss import Loss, PureDP
 from dalenius.engine.display import percent, plot_result, result_html, spent_text
 from dalenius.engine.postprocess import Answer
 from dalenius.releases.bounds import BoundsRelease
+from dalenius.releases.continual_estimates import ContinualRelease
 from dalenius.releases.contributions import ContributionsRelease
 from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
@@ -352,6 +353,28 @@ class ContributionsResult(ReleaseResult[ContributionsRelease]):
 
     def __str__(self) -> str:
         return f"{self.release}\n{self.footer()}"
+
+
+class ContinualResult(ReleaseResult[ContinualRelease]):
+    """One publication of a continual series, what it charged and the budget left.
+
+    Attributes:
+        release: every closed period's estimate and running total with intervals
+            (:class:`~dalenius.releases.continual_estimates.ContinualRelease`).
+
+    ``loss`` is the series' lifetime loss at its first publication and nothing at a later one;
+    ``cached`` means no period closed since the last publication, which is shown again.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document the CLI and the HTTP API return."""
+        return {**self.release.to_json(), **self.accounting()}
+
+    def __str__(self) -> str:
+        lifetime = (
+            "" if self.loss != PureDP(Fraction(0)) else " (covered by the series' lifetime loss)"
+        )
+        return f"{self.release}\n{self.footer(detail=lifetime)}"
 
 
 @dataclass(frozen=True)

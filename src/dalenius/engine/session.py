@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import date
 from fractions import Fraction
 from functools import cached_property, partial
 from pathlib import Path
@@ -75,6 +76,7 @@ from dalenius.engine.private_bounds import (
 from dalenius.engine.query_release import QueryRelease
 from dalenius.engine.result import (
     BoundsResult,
+    ContinualResult,
     ContributionsResult,
     DensityResult,
     HierarchyResult,
@@ -111,6 +113,8 @@ from dalenius.plan.protocol import (
 )
 from dalenius.plan.rewrite import Context, rewrite, unmeasured
 from dalenius.releases.bounds import BoundsPlan
+from dalenius.releases.continual import SeriesRequest
+from dalenius.releases.continual_series import plan_series_step
 from dalenius.releases.contributions import (
     DEFAULT_COVERAGE,
     ContributionsPlan,
@@ -136,6 +140,7 @@ QUERY_CLASSES = ("scan", "group_by", "join", "quantile")
 RESULTS: dict[str, type[ReleaseResult[Any]]] = {
     "bounds": BoundsResult,
     "contributions": ContributionsResult,
+    "continual": ContinualResult,
     "density": DensityResult,
     "hierarchy": HierarchyResult,
     "synthetic": SyntheticResult,
@@ -874,6 +879,64 @@ class Session:
             build, text=text, confidence=confidence, idempotency_key=idempotency_key
         )
         return cast(HierarchyResult, result)
+
+    def continual(
+        self,
+        table: str,
+        *,
+        time: str,
+        period: str,
+        start: str | date,
+        horizon: int,
+        epsilon: Any,
+        max_rows: int | None = None,
+        value: str | None = None,
+        levels: int | None = None,
+        as_of: str | date | None = None,
+        confidence: float | None = None,
+    ) -> ContinualResult:
+        """Publish a continual series: counts of ``table``'s rows per ``period`` of its date
+        column ``time`` (and, with ``value``, sums of an int column clipped to its bounds), for
+        every period closed by ``as_of`` (today, UTC, by default; never a later day).
+
+        The series is ``horizon`` periods from ``start``, each unit counted for its first
+        ``max_rows`` rows in time. Its first publication charges ``epsilon`` once for the whole
+        horizon (the binary-tree mechanism); calling again as periods close publishes them at no
+        further cost, reusing every node measured before. ``levels`` cuts the tree (1: one node
+        per period). See ``docs/releases/continual.md``.
+
+        Raises:
+            QueryError: the series cannot be published as declared, or a publication of it is
+                in progress (nothing spent).
+            BudgetExceededError: its first publication's ε exceeds what remains.
+        """
+        request = SeriesRequest(
+            table=table,
+            time=time,
+            period=period,
+            start=start.isoformat() if isinstance(start, date) else str(start),
+            horizon=horizon,
+            max_rows=max_rows,
+            value=value,
+            levels=levels,
+        )
+        text = f"CONTINUAL({period} of {time}) FROM {table}"
+        try:
+            eps, _, _ = _loss_arguments(epsilon, None, None)
+            entries = self.ledger.entries(principal=self.analyst, dataset=self.dataset)
+            plan, latest = plan_series_step(
+                self.catalog, request, self.analyst, eps, entries, as_of=as_of
+            )
+        except UserError as exc:
+            self._audit(text, "refused", exc)
+            raise
+        if plan is None:
+            assert latest is not None  # nothing closed since the last publication: shown again
+            return cast(ContinualResult, self.release(latest, confidence=confidence))
+        result = self.spend(
+            lambda _catalog: plan, text=plan.text, confidence=confidence, idempotency_key=plan.slot
+        )
+        return cast(ContinualResult, result)
 
     def synthesize(
         self,

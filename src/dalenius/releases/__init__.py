@@ -14,8 +14,16 @@ the plan through the data gate and records it in the ledger like any query.
   Multinomial–Dirichlet synthesizer (Machanavajjhala et al. 2008).
 * :mod:`~dalenius.releases.perturbation`: every row of a table with each value perturbed (record
   perturbation, course document 004), a private number of rows.
+* :mod:`~dalenius.releases.continual`: counts (and clipped sums) per period, published as periods
+  close under one lifetime loss (the binary-tree mechanism with Honaker's combination).
 """
 
+from dalenius.releases.continual import (
+    ContinualPlan,
+    SeriesRequest,
+    plan_continual,
+)
+from dalenius.releases.continual_estimates import ContinualRelease
 from dalenius.releases.density import (
     DensityPlan,
     DensityRelease,
@@ -39,6 +47,8 @@ from dalenius.releases.perturbation import (
 from dalenius.releases.synthetic import SyntheticRelease, SynthPlan, SynthRequest, plan_synthetic
 
 __all__ = [
+    "ContinualPlan",
+    "ContinualRelease",
     "DensityPlan",
     "DensityRelease",
     "DensityRequest",
@@ -51,9 +61,11 @@ __all__ = [
     "PerturbationPlan",
     "PerturbationRelease",
     "PerturbationRequest",
+    "SeriesRequest",
     "SynthPlan",
     "SynthRequest",
     "SyntheticRelease",
+    "plan_continual",
     "plan_density",
     "plan_hierarchy",
     "plan_onthemap",

@@ -64,6 +64,7 @@ from dalenius.plan.protocol import (
     scaled_rho,
 )
 from dalenius.releases._counts import keyed_counts, norm
+from dalenius.releases._intervals import chernoff_half_widths, noise_variance
 from dalenius.releases.density import rho_for
 from dalenius.sql.emit import ExactSQL, exact_queries
 
@@ -131,11 +132,21 @@ def consistent(
     measurement with its children's sum by inverse variance; top-down, each parent's final value
     is shared among its children in proportion to their subtree variances.
     """
-    children = tree.children()
+    return tree_least_squares(tree.children(), noisy, variance)
+
+
+def tree_least_squares(
+    children: Sequence[Sequence[int]],
+    noisy: npt.NDArray[np.float64],
+    variance: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """:func:`consistent` for any tree given by its children lists, every parent numbered
+    before its children (the root first); continual releases run it on each measured subtree.
+    """
     z = np.array(noisy, dtype=np.float64, copy=True)
     s = np.array(variance, dtype=np.float64, copy=True)
-    for node in reversed(range(len(tree.paths))):
-        kids = children[node]
+    for node in reversed(range(len(children))):
+        kids = list(children[node])
         if not kids:
             continue
         below = z[kids].sum(axis=0)
@@ -144,8 +155,8 @@ def consistent(
         z[node] = (noisy[node] * own + below / below_var) / (own + 1.0 / below_var)
         s[node] = 1.0 / (own + 1.0 / below_var)
     x = z.copy()
-    for node in range(len(tree.paths)):
-        kids = children[node]
+    for node in range(len(children)):
+        kids = list(children[node])
         if not kids:
             continue
         gap = x[node] - z[kids].sum(axis=0)
@@ -220,7 +231,7 @@ class HierarchyPlan:
     @functools.cached_property
     def variance(self) -> npt.NDArray[np.float64]:
         """Each node's noise variance (its level's mechanism)."""
-        return np.array([_variance(self.mechanisms[int(d)]) for d in self.tree.level])
+        return np.array([noise_variance(self.mechanisms[int(d)]) for d in self.tree.level])
 
     @functools.cached_property
     def coefficients(self) -> npt.NDArray[np.float64]:
@@ -231,7 +242,7 @@ class HierarchyPlan:
         """Per node, the consistent estimate's interval half-width at ``1 − beta`` (public, cached)."""
         cached = self._widths.get(beta)
         if cached is None:
-            cached = _chernoff(self.coefficients, self.tree.level, self.mechanisms, beta)
+            cached = chernoff_half_widths(self.coefficients, self.tree.level, self.mechanisms, beta)
             self._widths[beta] = cached
         return cached
 
@@ -538,74 +549,6 @@ def _mechanisms(
         )
     total = rho_for(epsilon, delta)
     return ApproxDP(epsilon, delta), tuple(IntegerGaussian(rows, ZCDP(total * s)) for s in split)
-
-
-def _variance(mech: IntegerGaussian | IntegerLaplace) -> float:
-    if isinstance(mech, IntegerGaussian):
-        return float(mech.sigma2) + float(mech.granularity) ** 2 / 12
-    p = math.exp(-1.0 / float(mech.scale))
-    return 2 * p / (1 - p) ** 2
-
-
-def _log_mgf(
-    mech: IntegerGaussian | IntegerLaplace, lam: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """``log E[exp(λ·noise)]`` (an upper bound for the discrete Gaussian: its subgaussian bound)."""
-    if isinstance(mech, IntegerGaussian):
-        out: npt.NDArray[np.float64] = lam * lam * float(mech.sigma2) / 2
-        return out
-    p = math.exp(-1.0 / float(mech.scale))
-    lam = np.minimum(np.abs(lam), -math.log(p) * (1 - 1e-12))
-    value: npt.NDArray[np.float64] = (
-        2 * math.log(1 - p) - np.log1p(-p * np.exp(lam)) - np.log1p(-p * np.exp(-lam))
-    )
-    return value
-
-
-def _chernoff(
-    coefficients: npt.NDArray[np.float64],
-    level: npt.NDArray[np.int64],
-    mechanisms: Sequence[IntegerGaussian | IntegerLaplace],
-    beta: float,
-) -> npt.NDArray[np.float64]:
-    """Per node, ``t`` with ``P(|Σ_u a_u·noise_u| > t) ≤ β``: a Chernoff bound on the exact sum.
-
-    Gaussian levels (each noise σ-subgaussian): ``t = √(2·Σa²σ²·ln(2/β))``, the exact minimiser.
-    Laplace levels: ``min_λ (Σ ln M(λa_u) + ln(2/β)) / λ`` with the discrete Laplace's exact
-    moment generating function, over a grid of λ (any λ gives a valid bound). Coarse Gaussian
-    grids add their rounding, ``g/2·Σ|a_u|``.
-    """
-    log_term = math.log(2.0 / beta)
-    if all(isinstance(m, IntegerGaussian) for m in mechanisms):
-        spread = np.zeros(coefficients.shape[0])
-        pad = np.zeros(coefficients.shape[0])
-        for depth, mech in enumerate(mechanisms):
-            assert isinstance(mech, IntegerGaussian)
-            cols = coefficients[:, level == depth]
-            spread += (cols * cols).sum(axis=1) * float(mech.sigma2)
-            if mech.granularity > 1:
-                pad += np.abs(cols).sum(axis=1) * float(mech.granularity) / 2
-        gauss: npt.NDArray[np.float64] = np.sqrt(2 * spread * log_term) + pad
-        return gauss
-    # The discrete Laplace is a difference of geometrics, whose cumulants are all positive, so
-    # its cumulant function f(u) = ln M(u) has f(u)/u² increasing in |u|: for |a_u| ≤ a_max,
-    # Σ f(λa_u) ≤ (Σ a_u² / a_max²)·f(λ·a_max). Per node and level, two numbers then suffice.
-    laplace = [m for m in mechanisms if isinstance(m, IntegerLaplace)]
-    limit = min(1.0 / float(m.scale) for m in laplace)
-    parts = []
-    for depth, mech in enumerate(mechanisms):
-        cols = np.abs(coefficients[:, level == depth])
-        top = cols.max(axis=1) + 1e-300
-        parts.append((mech, (cols * cols).sum(axis=1) / (top * top), top))
-    amax = np.max([p[2] for p in parts], axis=0)
-    best = np.full(coefficients.shape[0], np.inf)
-    for fraction in np.geomspace(1e-4, 0.999, 400):
-        lam = fraction * limit / amax
-        total = np.zeros(coefficients.shape[0])
-        for mech, weight, top in parts:
-            total += weight * _log_mgf(mech, lam * top)
-        best = np.minimum(best, (total + log_term) / lam)
-    return best
 
 
 @dataclass(frozen=True)

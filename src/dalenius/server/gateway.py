@@ -454,6 +454,25 @@ class Gateway:
         )
         return {"dataset": name, **result.to_dict()}
 
+    def continual(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Publish a continual series' closed periods; its first publication is charged once."""
+        checked_number("epsilon", request.epsilon)
+        opened, floor = self._open(caller, name)
+        result = self._session(caller, opened, floor).continual(
+            request.table,
+            time=request.time,
+            period=request.period,
+            start=request.start,
+            horizon=request.horizon,
+            epsilon=request.epsilon,
+            max_rows=request.max_rows,
+            value=request.value,
+            levels=request.levels,
+            as_of=request.as_of,
+            confidence=request.confidence,
+        )
+        return {"dataset": name, **result.to_dict()}
+
     def onthemap(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Release synthetic origin–destination rows under the caller's budget."""
         for part in ("epsilon", "delta", "prior", "count_epsilon"):

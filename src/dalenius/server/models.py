@@ -604,6 +604,34 @@ class HierarchyRequest(_Request):
     )
 
 
+class ContinualRequest(_Request):
+    """The next publication of a continual series (counts, optionally clipped sums, per period)."""
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["events"])
+    time: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["day"])
+    period: Literal["day", "week", "month"] = Field(examples=["day"])
+    start: str = Field(
+        min_length=10, max_length=10, pattern=r"^\d{4}-\d{2}-\d{2}$", examples=["2024-01-01"]
+    )
+    horizon: int = Field(ge=1, le=1024, description="Periods the series will ever publish.")
+    max_rows: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="Rows of one unit counted over the horizon."
+    )
+    value: str | None = Field(default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN)
+    levels: int | None = Field(
+        default=None, ge=1, le=11, description="Keep the tree's lowest levels (1: per period)."
+    )
+    as_of: str | None = Field(
+        default=None,
+        min_length=10,
+        max_length=10,
+        pattern=r"^\d{4}-\d{2}-\d{2}$",
+        description="Publish the periods closed by this day (default today, UTC).",
+    )
+    epsilon: Number = Field(description="The series' lifetime ε, charged at its first publication.")
+    confidence: float | None = Field(default=None, gt=0, lt=1)
+
+
 class SynthesizeRequest(_Request):
     """Synthetic rows of a table with MST (every column with public keys or bounds by default)."""
 

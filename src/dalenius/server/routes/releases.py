@@ -1,5 +1,5 @@
-"""Endpoints for releases published whole: density curves, consistent hierarchical tables and
-synthetic origin–destination rows.
+"""Endpoints for releases published whole: density curves, consistent hierarchical tables,
+synthetic origin–destination rows and continual series.
 
 Each spends from the caller's own budget exactly as a query does (reserved, computed behind the
 same data path, recorded before the release leaves); an identical request is answered from the
@@ -49,6 +49,20 @@ async def hierarchy(
 ) -> dict[str, object]:
     """Release counts at every level of a hierarchy, consistent, non-negative and integral."""
     work = partial(gateway.hierarchy, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
+@router.post(
+    "/datasets/{name}/continual",
+    responses=errors(404, 409, 503),
+    operation_id="continual",
+)
+async def continual(
+    name: PathName, body: models.ContinualRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Publish a continual series: counts (and sums) per period under one lifetime loss."""
+    work = partial(gateway.continual, caller, name, body)
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found
 
