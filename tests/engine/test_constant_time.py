@@ -34,6 +34,7 @@ from dalenius.core.errors import (
 from dalenius.core.loss import PureDP
 from dalenius.engine import timing
 from dalenius.engine.calibrate import calibrate, class_queries
+from dalenius.engine.result import PerturbationResult
 from dalenius.engine.session import Session
 from dalenius.engine.timing import plan_class
 from dalenius.executors.duckdb import DuckDBExecutor
@@ -276,6 +277,21 @@ def test_class_queries_cover_scan_group_by_and_quantile(tmp_path: Path) -> None:
         *("scan", "group_by", "quantile"),
         *PRODUCTS,  # one keyed column: no flows
     ]
+
+
+def test_a_table_whose_unit_is_one_row_calibrates_perturbation_of_every_column(
+    tmp_path: Path, recorded: list[float]
+) -> None:
+    path = write_catalog(tmp_path)
+    path.write_text(path.read_text().replace('{ column = "pid", max_rows = 2 }', '"row"'))
+    catalog = load_catalog(path)
+    queries = {q.plan_class: q for q in class_queries(catalog)}
+    assert queries["perturbation"].sql == "PERTURB(x, g) FROM t"
+    with_deadlines(catalog, perturbation=60_000.0)
+    session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    session.ledger.set_budget(session.analyst, "ct", PureDP(Fraction(2)))
+    result = queries["perturbation"].run(session)
+    assert isinstance(result, PerturbationResult) and len(recorded) == 1
 
 
 @pytest.mark.slow

@@ -35,6 +35,7 @@ from dalenius.plan.protocol import LossDefect
 from dalenius.releases.density import DensityPlan
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapPlan
+from dalenius.releases.perturbation import PerturbationPlan
 from dalenius.releases.synthetic import SynthPlan
 
 CATALOG = """
@@ -53,6 +54,15 @@ pid = "int"
 x = {{ type = "int", bounds = [0, 10] }}
 g = {{ type = "str", keys = ["a", "b"] }}
 h = {{ type = "str", keys = ["u", "v"] }}
+
+[tables.r]
+source = {{ csv = "r.csv" }}
+privacy_unit = "row"
+max_row_count = 200
+
+[tables.r.columns]
+x = {{ type = "int", bounds = [0, 10] }}
+g = {{ type = "str", keys = ["a", "b"] }}
 """
 
 BUDGET = ApproxDP(Fraction(100), Fraction(1, 1000))
@@ -62,6 +72,9 @@ COUNT = 'SELECT COUNT(*) FROM "t"'
 def write(folder: Path, *, constant_time: bool = False, floor: float | None = None) -> Catalog:
     rows = ["pid,x,g,h"] + [f"{i // 2},{i % 11},{'ab'[i % 2]},{'uv'[i % 3 % 2]}" for i in range(80)]
     (folder / "t.csv").write_text("\n".join(rows) + "\n")
+    (folder / "r.csv").write_text(
+        "\n".join(["x,g"] + [f"{i % 11},{'ab'[i % 2]}" for i in range(40)])
+    )
     text = CATALOG.format(
         constant_time="true" if constant_time else "false",
         floor=f"min_epsilon = {floor}" if floor is not None else "",
@@ -88,6 +101,7 @@ RUNS: dict[str, Callable[[Session, float], Any]] = {
     "onthemap": lambda s, eps: s.onthemap(
         "t", origin="g", destination="h", epsilon=eps, per_destination=5
     ),
+    "perturbation": lambda s, eps: s.perturb("r", ["x", "g"], epsilon=eps),
     "test product": lambda s, eps: s.spend(
         lambda catalog: plan_histogram(catalog, HistogramRequest("t", "g", Fraction(eps))),
         text="HISTOGRAM(g) FROM t",
@@ -101,6 +115,7 @@ PLANS: dict[str, type] = {
     "hierarchy": HierarchyPlan,
     "synthetic": SynthPlan,
     "onthemap": OnTheMapPlan,
+    "perturbation": PerturbationPlan,
     "test product": HistogramPlan,
 }
 

@@ -50,6 +50,7 @@ PLAN_CLASSES = (
     "hierarchy",
     "synthetic",
     "onthemap",
+    "perturbation",
 )
 """Plan classes: a query belongs to the most expensive class whose feature it uses (a quantile,
 then a join, then a GROUP BY; otherwise it is a scan); each release product is a class of its own.

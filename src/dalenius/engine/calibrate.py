@@ -36,7 +36,7 @@ from dalenius.core.catalog import Catalog, Column, Source, Table
 from dalenius.core.deadlines import Deadlines, public_fingerprint
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import ApproxDP
-from dalenius.core.unit import IdUnit
+from dalenius.core.unit import IdUnit, RowUnit
 from dalenius.engine.session import Session
 from dalenius.engine.timing import Deadline
 from dalenius.executors.duckdb import DuckDBExecutor
@@ -132,7 +132,8 @@ def product_queries(
 ) -> list[ClassQuery]:
     """One demanding request per release product the table allows (each its own plan class):
     a hierarchy over its first two keyed columns, flows between them, a density of its first
-    bounded column, synthetic rows of its keyed and bounded columns.
+    bounded column, synthetic rows of its keyed and bounded columns, and, when its unit is one
+    row, record perturbation of every bounded and keyed column.
     """
     name = table.name
     out: list[ClassQuery] = []
@@ -178,7 +179,27 @@ def product_queries(
                 release=lambda s: s.synthesize(name, columns, epsilon=1, delta=1e-6),
             )
         )
+    perturbed = _perturbable(table, keyed, bounded)
+    if perturbed:
+        out.append(
+            ClassQuery(
+                "perturbation",
+                f"PERTURB({', '.join(perturbed)}) FROM {name}",
+                release=lambda s: s.perturb(name, perturbed, epsilon=1),
+            )
+        )
     return out
+
+
+def _perturbable(table: Table, keyed: Sequence[str], bounded: Sequence[Column]) -> list[str]:
+    """Every column record perturbation can release, on a table whose unit is one row (its
+    work grows with the columns, so the calibrated request takes them all); none otherwise.
+    """
+    if not isinstance(table.privacy_unit, RowUnit):
+        return []
+    named = set(keyed)
+    wide = [c.name for c in table.columns if c.name in named and len(c.keys or ()) >= 2]
+    return list(dict.fromkeys([*(c.name for c in bounded), *wide]))
 
 
 def _is_unit(table: Table, column: Column) -> bool:
