@@ -28,6 +28,7 @@ from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.engine.session import connect
+from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.mechanisms.calibration import accuracy_lower_bound
 from dalenius.plan.protocol import within
 from dalenius.releases.perturbation import (
@@ -224,3 +225,55 @@ def test_a_categorical_column_gets_the_discrete_mechanism(adult: Any, tmp_path: 
 
 def _bare_count(plan: PerturbationPlan, shift: int) -> PerturbationPlan:
     return dataclasses.replace(plan, count=FixedCount(shift))  # type: ignore[arg-type]
+
+
+UNIT_CATALOG = """
+[dataset]
+name = "units"
+
+[tables.t]
+source = { csv = "t.csv" }
+privacy_unit = { column = "pid", max_rows = 1 }
+
+[tables.t.columns]
+pid = "int"
+x = { type = "int", bounds = [0, 10] }
+g = { type = "str", keys = ["a", "b"] }
+"""
+
+
+def _unit_rows(folder: Path, lines: list[str], salt: int) -> Counter[tuple[Any, ...]]:
+    (folder / "t.csv").write_text("\n".join(["pid,x,g", *lines]) + "\n")
+    (folder / "units.toml").write_text(UNIT_CATALOG)
+    catalog = load_catalog(folder / "units.toml")
+    plan = plan_perturbation(
+        catalog, PerturbationRequest("t", ("x", "g")), epsilon=Fraction(1), delta=None
+    )
+    executor = DuckDBExecutor(catalog)
+    try:
+        executor.prepare(catalog.tables[0])
+        return Counter(executor.fetch(plan.sql(executor.dialect, salt)))
+    finally:
+        executor.close()
+
+
+def test_a_unit_of_one_row_keeps_one_row_per_id_and_a_neighbour_differs_in_one(
+    tmp_path: Path,
+) -> None:
+    """An id unit with max_rows = 1 is released with the cap enforced as a query enforces it:
+    one row per id (chosen by the keyed hash), none without an id; removing one unit removes
+    at most one released row and changes no other unit's."""
+    lines = ["1,0,a", "1,10,b", "2,5,a", ",3,b", "3,7,b", "3,7,b"]
+    kept = {salt: _unit_rows(tmp_path, lines, salt) for salt in range(12)}
+    for rows in kept.values():
+        assert sum(rows.values()) == 3 and rows[(3, "b")] == 0
+        assert rows[(5, "a")] == 1 and rows[(7, "b")] == 1
+    assert {frozenset(r) for r in kept.values()} == {
+        frozenset({(0, "a"), (5, "a"), (7, "b")}),
+        frozenset({(10, "b"), (5, "a"), (7, "b")}),
+    }
+    for unit in ("1", "2", "3", ""):
+        rest = [line for line in lines if line.split(",")[0] != unit]
+        for salt, rows in kept.items():
+            smaller = _unit_rows(tmp_path, rest, salt)
+            assert not smaller - rows and sum((rows - smaller).values()) <= 1

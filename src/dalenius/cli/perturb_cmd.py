@@ -24,18 +24,22 @@ def register(sub: Any) -> None:
         "perturb",
         help="release every row of a table with each value perturbed (record perturbation)",
         description=(
-            "Release every row of a table (privacy unit: one row) with each value of the named "
-            "numeric columns perturbed by Laplace noise calibrated to (ε, δ) on the column's "
-            "public domain (course document 004), and print the error table: per column the "
-            "scale, the mean error, the error bar and the floor no mechanism beats. The number "
-            "of rows released is private (5% of ε). Example:\n"
+            "Release every row of a table (privacy unit: one row, or an id with max_rows = 1)\n"
+            "with each value of the named columns perturbed: numeric columns by Laplace noise\n"
+            "calibrated to (ε, δ) on the column's public bounds, categorical ones by the\n"
+            "discrete mechanism on their public keys (course document 004). Prints the error\n"
+            "table: per column the scale, the mean error, the error bar and the floor γ no\n"
+            "(ε, δ)-DP mechanism beats. The number of rows released is private (5% of ε).\n"
+            "Example:\n"
             "  dalenius perturb --catalog adult.toml --table adult --column age "
             "--epsilon 1 --out ages.csv"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--catalog", required=True, help="the custodian's catalog TOML file")
-    parser.add_argument("--table", required=True, help="the private table (unit: one row)")
+    parser.add_argument(
+        "--table", required=True, help="the private table (unit: one row, or an id of one row)"
+    )
     parser.add_argument(
         "--column",
         action="append",

@@ -36,12 +36,13 @@ from dalenius.core.catalog import Catalog, Column, Source, Table
 from dalenius.core.deadlines import Deadlines, public_fingerprint
 from dalenius.core.errors import ConfigurationError
 from dalenius.core.loss import ApproxDP
-from dalenius.core.unit import IdUnit, RowUnit
+from dalenius.core.unit import IdUnit
 from dalenius.engine.session import Session
 from dalenius.engine.timing import Deadline
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
 from dalenius.plan.protocol import ReleasePlan
+from dalenius.releases.perturbation import units_of_one_row
 
 VARIANTS = ("one person", "all distinct")
 HEAVY_SHARE = 0.9
@@ -132,7 +133,7 @@ def product_queries(
 ) -> list[ClassQuery]:
     """One demanding request per release product the table allows (each its own plan class):
     a hierarchy over its first two keyed columns, flows between them, a density of its first
-    bounded column, synthetic rows of its keyed and bounded columns, and, when its unit is one
+    bounded column, synthetic rows of its keyed and bounded columns, and, when its unit holds one
     row, record perturbation of every bounded and keyed column.
     """
     name = table.name
@@ -192,10 +193,10 @@ def product_queries(
 
 
 def _perturbable(table: Table, keyed: Sequence[str], bounded: Sequence[Column]) -> list[str]:
-    """Every column record perturbation can release, on a table whose unit is one row (its
+    """Every column record perturbation can release, on a table whose unit holds one row (its
     work grows with the columns, so the calibrated request takes them all); none otherwise.
     """
-    if not isinstance(table.privacy_unit, RowUnit):
+    if not units_of_one_row(table):
         return []
     named = set(keyed)
     wide = [c.name for c in table.columns if c.name in named and len(c.keys or ()) >= 2]

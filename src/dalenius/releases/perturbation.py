@@ -19,8 +19,11 @@ given ``n̂ = k``, the two outputs can be coupled so that they differ in one row
 (``x`` against a dummy when ``k > n``; ``x`` against a random row of ``D``, or not at all, when
 ``k <= n``); each released row is ``(ε_r, δ)``-indistinguishable from any other in ``D``
 (basic composition over its ``c`` values), mixing and shuffling are post-processing. Composed with
-the count: ``(ε_n + ε_r, δ)``. Only tables whose privacy unit is one row are released: a unit
-of ``R`` rows would need group privacy (``R·ε`` and a δ growing like ``e^{(R−1)ε}``).
+the count: ``(ε_n + ε_r, δ)``. Only tables whose privacy unit holds one row are released: each
+row its own unit, or an id column with ``max_rows = 1``, whose cap is enforced when the rows are
+read exactly as a query's is (one row per id, chosen by a keyed hash of the unit's own rows; rows
+without an id left out), so one unit still moves one row. A unit of ``R`` rows would need group
+privacy (``R·ε`` and a δ growing like ``e^{(R−1)ε}``).
 
 Float safety is the record mechanism's: values clamped to ``D``, on a power-of-two grid,
 discrete Laplace noise with its δ(ε) certified exactly. NULL values are released as the
@@ -46,7 +49,7 @@ from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ApproxDP, Loss, PureDP
 from dalenius.core.randomized_response import epsilon_for
 from dalenius.core.rng import RandomSource, system_random
-from dalenius.core.unit import RowUnit
+from dalenius.core.unit import IdUnit, RowUnit
 from dalenius.mechanisms._exact import uniform_below
 from dalenius.mechanisms.calibration import accuracy_lower_bound, discrete_accuracy_lower_bound
 from dalenius.mechanisms.laplace import IntegerLaplace
@@ -61,6 +64,7 @@ from dalenius.plan.protocol import (
     register_product,
     request_doc,
 )
+from dalenius.sql.emit.bounding import capped_rows
 
 PERTURB_FORMAT = "perturbation-1"
 """The ledger record's format: the request and the released (noisy, shuffled) rows."""
@@ -163,15 +167,33 @@ class PerturbationPlan:
                 delta += discrete_laplace_delta(m.grid_shift, m.unit_scale, m.epsilon)
         return PureDP(epsilon) if delta == 0 else ApproxDP(epsilon, delta)
 
-    def sql(self, dialect: Dialect) -> str:
-        """The exact statement: the columns of every row (read behind the gate only)."""
-        cols = ", ".join(dialect.quote(c) for c in self.request.columns)
+    def sql(self, dialect: Dialect, salt: int = 0) -> str:
+        """The exact statement (read behind the gate only): the columns of every row, or, for a
+        unit named by an id column, of at most one row per unit, chosen as a query's rows are
+        (by a hash keyed with ``salt``; rows without an id left out).
+        """
+        columns = list(self.request.columns)
+        unit = self.table.privacy_unit
+        if isinstance(unit, IdUnit):
+            types = {c.name: c.type for c in self.table.columns}
+            return capped_rows(
+                self.table.name,
+                columns,
+                unit=unit.column,
+                types={name: types[name] for name in (unit.column, *columns)},
+                max_rows=1,
+                dialect=dialect,
+                salt=salt,
+            )
+        cols = ", ".join(dialect.quote(c) for c in columns)
         return f"SELECT {cols} FROM {dialect.quote(self.table.name)}"
 
     def prepare(self, dialect: Dialect, salt: int) -> Measure[npt.NDArray[np.float64]]:
         """The statement now; the rows, the count's noise and the values' noise behind the gate."""
-        statement = self.sql(dialect)
-        reads = [(self.table.name, list(self.request.columns))]
+        statement = self.sql(dialect, salt)
+        unit = self.table.privacy_unit
+        ids = [unit.column] if isinstance(unit, IdUnit) else []
+        reads = [(self.table.name, list(dict.fromkeys([*ids, *self.request.columns])))]
 
         def measure(fetch: Fetch) -> Measured[npt.NDArray[np.float64]]:
             rows = fetch(statement, reads)
@@ -328,6 +350,15 @@ class PerturbationRelease:
         return "\n".join(lines)
 
 
+def units_of_one_row(table: Table) -> bool:
+    """Whether one privacy unit of ``table`` holds at most one row (each row its own unit, or
+    an id column with ``max_rows = 1``, the cap enforced when the rows are read): the tables
+    record perturbation releases.
+    """
+    unit = table.privacy_unit
+    return isinstance(unit, RowUnit) or unit.max_rows == 1
+
+
 def plan_perturbation(
     catalog: Catalog,
     request: PerturbationRequest,
@@ -346,10 +377,11 @@ def plan_perturbation(
         raise QueryError(
             f"there is no table {request.table!r} in the catalog.", fix="check the table's name."
         )
-    if not isinstance(table.privacy_unit, RowUnit):
+    unit = table.privacy_unit
+    if isinstance(unit, IdUnit) and not units_of_one_row(table):
         raise QueryError(
-            f"table {table.name!r} protects a unit of several rows; record perturbation "
-            "protects one row.",
+            f"table {table.name!r} protects a unit of up to {unit.max_rows} rows; record "
+            "perturbation protects a unit of one row.",
             why="a unit of R rows would need group privacy: R·ε, and a δ growing like e^((R−1)ε).",
             fix="release a density, a hierarchy or synthetic rows of this table instead.",
         )

@@ -119,6 +119,44 @@ def bounded(
     return prefix, f"({within_caps} UNION ALL {ranked(over_rows)}) AS __rows"
 
 
+def capped_rows(
+    table: str,
+    columns: list[str],
+    *,
+    unit: str,
+    types: Mapping[str, str],
+    max_rows: int,
+    dialect: Dialect,
+    salt: int,
+) -> str:
+    """``SELECT columns FROM table`` keeping at most ``max_rows`` rows of each privacy unit.
+
+    The rows a release publishes one by one (record perturbation) are capped per unit exactly
+    as a query's rows are (:func:`bounded`: ranked by a hash keyed with ``salt``, each unit's
+    choice its own; rows without a unit id left out), so one unit changes at most ``max_rows``
+    of them. ``types`` gives the catalog type of the unit and of every column (for the hash).
+    """
+    needed = list(dict.fromkeys([unit, *columns]))
+    relation = exp.select(*[_col(c) for c in needed]).from_(
+        exp.to_table(_quoted(table)), copy=False
+    )
+    prefix, source = bounded(
+        relation,
+        unit=unit,
+        row_fields=columns,
+        keys=[],
+        key_types=[],
+        types=types,
+        max_rows=max_rows,
+        max_groups=1,
+        dialect=dialect,
+        salt=salt,
+        conditions=[],
+    )
+    selected = ", ".join(_sql(_col(c), dialect) for c in columns)
+    return f"{prefix}SELECT {selected} FROM {source}"
+
+
 def bounded_aggregate(
     relation: exp.Select,
     *,
