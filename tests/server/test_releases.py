@@ -1,4 +1,5 @@
-"""The release endpoints: density curves and hierarchical tables through the gateway."""
+"""The release endpoints: density curves, hierarchical tables, synthetic and perturbed rows
+through the gateway."""
 
 from __future__ import annotations
 
@@ -205,6 +206,7 @@ def test_the_floor_refuses_every_release_below_it_at_no_cost(site: Site) -> None
             "epsilon": "0.25",
             "per_destination": 5,
         },
+        "perturb": {"table": "people", "columns": ["age"], "epsilon": "0.25"},
         "query": {"sql": "SELECT COUNT(*) FROM people", "epsilon": 0.25},
         "continual": {
             "table": "visits",
@@ -228,3 +230,47 @@ def test_the_floor_refuses_every_release_below_it_at_no_cost(site: Site) -> None
         "/v1/datasets/census/hierarchy", json=body, headers=site.as_(site.analyst)
     )
     assert answer.status_code == 200, answer.text
+
+
+def test_perturbed_rows_come_with_their_error_table_charged_once(site: Site) -> None:
+    body = {"table": "people", "columns": ["age", "sex"], "epsilon": "0.5"}
+    headers = site.as_(site.analyst)
+    answer = site.client.post("/v1/datasets/census/perturb", json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    assert doc["columns"] == ["age", "sex"] and len(doc["rows"]) == doc["rows_released"]
+    # The number of rows is noisy (ε 0.025): within its 95% bar of the 3000 people, mostly.
+    assert abs(doc["rows_released"] - 3000) <= 3 * doc["rows_error"]
+    assert {row[1] for row in doc["rows"]} <= {"Female", "Male"}
+    assert all(isinstance(row[0], float) for row in doc["rows"])
+    age, sex = doc["errors"]
+    assert (age["column"], age["domain"], age["categorical"]) == ("age", "[0, 100]", False)
+    assert 0 < age["lower_bound"] < age["mean_abs_error"] < age["error"]
+    assert sex["categorical"] and sex["error"] is None and sex["domain"] == "2 keys"
+    assert doc["loss"]["epsilon"] == 0.5 and doc["cached"] is False
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+    again = site.client.post("/v1/datasets/census/perturb", json=body, headers=headers).json()
+    fetched = site.client.get(
+        f"/v1/datasets/census/releases/{doc['entry_id']}", headers=headers
+    ).json()
+    for repeat in (again, fetched):
+        assert repeat["cached"] and repeat["rows"] == doc["rows"]
+        assert repeat["errors"] == doc["errors"] and repeat["entry_id"] == doc["entry_id"]
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1, 2))
+
+
+def test_perturbation_refusals_name_the_problem_and_cost_nothing(site: Site) -> None:
+    headers = site.as_(site.analyst)
+    refusals = [
+        ({"table": "visits", "columns": ["duration_minutes"], "epsilon": 1}, "group privacy"),
+        ({"table": "people", "columns": ["person_id"], "epsilon": 1}, "public bounds"),
+        ({"table": "people", "columns": ["age"]}, "epsilon"),
+        ({"table": "people", "columns": ["age"], "epsilon": 1, "rho": 1}, "rho"),
+        ({"table": "people", "columns": [], "epsilon": 1}, "columns"),
+    ]
+    for body, reason in refusals:
+        answer = site.client.post("/v1/datasets/census/perturb", json=body, headers=headers)
+        assert answer.status_code == 400, (body, answer.text)
+        assert reason in answer.text, (body, answer.text)
+    assert site.gateway.ledger.remaining("alice", "census") == PureDP(Fraction(1))
+    assert not site.gateway.ledger.entries()

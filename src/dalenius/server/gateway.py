@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dalenius.accounting import Definition, definition_of, parse_definition, zero_loss
 from dalenius.core.errors import (
@@ -65,6 +65,8 @@ _log = logging.getLogger("dalenius.server")
 
 MAX_LIST = 1000
 """The most records one listing returns."""
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -413,116 +415,168 @@ class Gateway:
             )
             raise EvaluationFailed() from None
 
+    def _release(
+        self,
+        caller: Caller,
+        name: str,
+        request: Any,
+        numbers: tuple[str, ...],
+        run: Callable[[Session], R],
+    ) -> R:
+        """A release product under the caller's budget (the session audits it): the request's
+        ``numbers`` and filter checked first, then ``run`` on the caller's session.
+        """
+        for part in numbers:
+            checked_number(part, getattr(request, part))
+        where = getattr(request, "where", None)
+        if where is not None:
+            check_sql_shape(where)
+        opened, floor = self._open(caller, name)
+        return run(self._session(caller, opened, floor))
+
     def density(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Release a density curve or surface under the caller's budget (audited by the session)."""
-        for part in ("epsilon", "delta", "rho"):
-            checked_number(part, getattr(request, part))
-        if request.where is not None:
-            check_sql_shape(request.where)
-        opened, floor = self._open(caller, name)
-        result = self._session(caller, opened, floor).density(
-            request.table,
-            request.columns,
-            bandwidth=request.bandwidth,
-            epsilon=request.epsilon,
-            delta=request.delta,
-            rho=request.rho,
-            points=request.points,
-            where=request.where,
-            confidence=request.confidence,
-            idempotency_key=request.idempotency_key,
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon", "delta", "rho"),
+            lambda session: session.density(
+                request.table,
+                request.columns,
+                bandwidth=request.bandwidth,
+                epsilon=request.epsilon,
+                delta=request.delta,
+                rho=request.rho,
+                points=request.points,
+                where=request.where,
+                confidence=request.confidence,
+                idempotency_key=request.idempotency_key,
+            ),
         )
         return {"dataset": name, **result.to_dict()}
 
     def hierarchy(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Release a consistent hierarchy of counts under the caller's budget."""
-        for part in ("epsilon", "delta", "rho"):
-            checked_number(part, getattr(request, part))
-        if request.where is not None:
-            check_sql_shape(request.where)
-        opened, floor = self._open(caller, name)
-        result = self._session(caller, opened, floor).hierarchy(
-            request.table,
-            request.levels,
-            epsilon=request.epsilon,
-            delta=request.delta,
-            rho=request.rho,
-            where=request.where,
-            split=request.split,
-            confidence=request.confidence,
-            idempotency_key=request.idempotency_key,
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon", "delta", "rho"),
+            lambda session: session.hierarchy(
+                request.table,
+                request.levels,
+                epsilon=request.epsilon,
+                delta=request.delta,
+                rho=request.rho,
+                where=request.where,
+                split=request.split,
+                confidence=request.confidence,
+                idempotency_key=request.idempotency_key,
+            ),
         )
         return {"dataset": name, **result.to_dict()}
 
     def continual(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Publish a continual series' closed periods; its first publication is charged once."""
-        checked_number("epsilon", request.epsilon)
-        opened, floor = self._open(caller, name)
-        result = self._session(caller, opened, floor).continual(
-            request.table,
-            time=request.time,
-            period=request.period,
-            start=request.start,
-            horizon=request.horizon,
-            epsilon=request.epsilon,
-            max_rows=request.max_rows,
-            value=request.value,
-            levels=request.levels,
-            as_of=request.as_of,
-            confidence=request.confidence,
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon",),
+            lambda session: session.continual(
+                request.table,
+                time=request.time,
+                period=request.period,
+                start=request.start,
+                horizon=request.horizon,
+                epsilon=request.epsilon,
+                max_rows=request.max_rows,
+                value=request.value,
+                levels=request.levels,
+                as_of=request.as_of,
+                confidence=request.confidence,
+            ),
         )
         return {"dataset": name, **result.to_dict()}
 
     def onthemap(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Release synthetic origin–destination rows under the caller's budget."""
-        for part in ("epsilon", "delta", "prior", "count_epsilon"):
-            checked_number(part, getattr(request, part))
-        if request.where is not None:
-            check_sql_shape(request.where)
-        opened, floor = self._open(caller, name)
-        result = self._session(caller, opened, floor).onthemap(
-            request.table,
-            origin=request.origin,
-            destination=request.destination,
-            epsilon=request.epsilon,
-            delta=request.delta,
-            prior=request.prior,
-            per_destination=request.per_destination,
-            count_epsilon=request.count_epsilon,
-            where=request.where,
-            idempotency_key=request.idempotency_key,
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon", "delta", "prior", "count_epsilon"),
+            lambda session: session.onthemap(
+                request.table,
+                origin=request.origin,
+                destination=request.destination,
+                epsilon=request.epsilon,
+                delta=request.delta,
+                prior=request.prior,
+                per_destination=request.per_destination,
+                count_epsilon=request.count_epsilon,
+                where=request.where,
+                idempotency_key=request.idempotency_key,
+            ),
         )
         return {"dataset": name, **result.to_dict()}
 
     def synthesize(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Release synthetic rows (MST) under the caller's budget; the rows come as ``data``."""
-        for part in ("epsilon", "delta", "rho"):
-            checked_number(part, getattr(request, part))
-        if request.where is not None:
-            check_sql_shape(request.where)
-        opened, floor = self._open(caller, name)
-        result = self._session(caller, opened, floor).synthesize(
-            request.table,
-            request.columns,
-            epsilon=request.epsilon,
-            delta=request.delta,
-            rho=request.rho,
-            bins=request.bins,
-            rows=request.rows,
-            where=request.where,
-            idempotency_key=request.idempotency_key,
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon", "delta", "rho"),
+            lambda session: session.synthesize(
+                request.table,
+                request.columns,
+                epsilon=request.epsilon,
+                delta=request.delta,
+                rho=request.rho,
+                bins=request.bins,
+                rows=request.rows,
+                where=request.where,
+                idempotency_key=request.idempotency_key,
+            ),
         )
         return {"dataset": name, **result.to_dict(), "data": _columns(result)}
 
+    def perturb(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+        """Release every row of a table, each value perturbed, under the caller's budget; the
+        rows come with the error table (audited by the session).
+        """
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon", "delta"),
+            lambda session: session.perturb(
+                request.table,
+                request.columns,
+                epsilon=request.epsilon,
+                delta=request.delta,
+                tight=request.tight,
+                confidence=request.confidence,
+                idempotency_key=request.idempotency_key,
+            ),
+        )
+        return {"dataset": name, **result.to_dict()}
+
     def choose_bounds(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
         """Choose a column's clipping bounds privately under the caller's budget."""
-        checked_number("epsilon", request.epsilon)
-        opened, floor = self._open(caller, name)
-        result = self._session(caller, opened, floor).choose_bounds(
-            request.table,
-            request.column,
-            epsilon=request.epsilon,
-            idempotency_key=request.idempotency_key,
+        result = self._release(
+            caller,
+            name,
+            request,
+            ("epsilon",),
+            lambda session: session.choose_bounds(
+                request.table,
+                request.column,
+                epsilon=request.epsilon,
+                idempotency_key=request.idempotency_key,
+            ),
         )
         return {"dataset": name, **result.to_dict()}
 

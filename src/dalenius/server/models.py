@@ -672,6 +672,31 @@ class OnTheMapRequest(_Request):
 ColumnName = Annotated[str, Field(min_length=1, max_length=200, pattern=TEXT_PATTERN)]
 
 
+class PerturbRequest(_Request):
+    """Every row of a table (unit: one row) released with each value of ``columns`` perturbed:
+    record perturbation with course document 004's (ε, δ) calibration, pure ε or (ε, δ).
+    """
+
+    table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
+    columns: list[ColumnName] = Field(
+        min_length=1,
+        max_length=64,
+        examples=[["age", "sex"]],
+        description="Numeric columns with public bounds (Laplace noise) or categorical ones with "
+        "public keys (the discrete mechanism).",
+    )
+    tight: bool = Field(
+        default=False,
+        description="Calibrate with diam/(ε − 2·ln(1−δ)) instead of the course's bound.",
+    )
+    epsilon: Number | None = None
+    delta: Number | None = None
+    confidence: float | None = Field(default=None, gt=0, lt=1)
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=TEXT_PATTERN
+    )
+
+
 class AnonymityCheckRequest(_Request):
     """Syntactic anonymity of a table as it is: the largest k, ℓ, the smallest t, … and risks."""
 

@@ -1,5 +1,6 @@
 """Endpoints for releases published whole: density curves, consistent hierarchical tables,
-synthetic origin–destination rows and continual series.
+synthetic rows (MST, origin–destination flows), perturbed rows (record perturbation), continual
+series and privately chosen bounds.
 
 Each spends from the caller's own budget exactly as a query does (reserved, computed behind the
 same data path, recorded before the release leaves); an identical request is answered from the
@@ -111,6 +112,22 @@ async def choose_bounds(
     return found
 
 
+@router.post(
+    "/datasets/{name}/perturb",
+    responses=errors(404, 409, 503),
+    operation_id="perturb",
+)
+async def perturb(
+    name: PathName, body: models.PerturbRequest, caller: CallerDep, gateway: GatewayDep
+) -> dict[str, object]:
+    """Release every row of a table with each value perturbed (record perturbation, course
+    document 004), with the error table: per column the scale, mean error, error bar and floor γ.
+    """
+    work = partial(gateway.perturb, caller, name, body)
+    found: dict[str, object] = await run_query_work(gateway, caller, work)
+    return found
+
+
 @router.get(
     "/datasets/{name}/releases/{entry_id}",
     responses=errors(404, 503),
@@ -119,7 +136,7 @@ async def choose_bounds(
 def fetch_release(
     name: PathName, entry_id: PathName, caller: CallerDep, gateway: GatewayDep
 ) -> dict[str, object]:
-    """A release the caller already received (density, hierarchy, synthetic rows), again by its
-    ledger entry id: the same values, at no cost.
+    """A release the caller already received (density, hierarchy, synthetic or perturbed rows),
+    again by its ledger entry id: the same values, at no cost.
     """
     return gateway.fetch_release(caller, name, entry_id)
