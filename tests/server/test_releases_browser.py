@@ -1,12 +1,14 @@
 """The console's Releases page in a real browser: a density curve with its bands, a hierarchy,
-synthetic origin–destination flows.
+synthetic origin–destination flows, perturbed rows.
 
 An analyst with an (ε, δ) budget releases the density of age (a line chart with two bands) and a
-sex › education hierarchy (a table of consistent counts). Screenshots go to ``artifacts/``.
+sex › education hierarchy (a table of consistent counts), flows, and perturbed rows with their
+error table and CSV, at a desktop and a phone width. Screenshots go to ``artifacts/``.
 """
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
 from tests.server.live import LiveGateway, write_config
 from tests.server.test_browser import ARTIFACTS, FLAGS, ensure_chromium
+from tests.server.test_console_screens_browser import OVERFLOW, WIDTHS
 
 pytestmark = pytest.mark.browser
 
@@ -82,4 +85,48 @@ def test_the_releases_page_draws_a_density_with_bands_and_a_hierarchy(
     expect(shown).to_have_count(3)
     kinds = [shown.nth(i).get_attribute("data-release") for i in range(3)]
     assert kinds == ["onthemap", "hierarchy", "density"]
+    assert errors == []
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_releases_page_perturbs_rows_with_their_error_table_and_a_csv(
+    browser: Browser, gateway: LiveGateway, size: str
+) -> None:
+    """Perturbed rows of the demo census's people (unit: one row per person): the error table has
+    a line per column, the first rows are shown, and the link downloads every released row as
+    CSV; at a phone's width nothing sticks out of the page."""
+    width, height = WIDTHS[size]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{gateway.url}/console/#/releases")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    expect(page.locator("#pert-epsilon")).to_have_value("1")
+    page.fill("#pert-epsilon", "0.5")
+    page.locator("#perturb-form button[type=submit]").click()
+    card = page.locator("section[data-release=perturbation]")
+    lines = card.locator("table[aria-label='Error per column'] tbody tr")
+    expect(lines).to_have_count(3, timeout=90_000)
+    expect(lines.nth(0)).to_contain_text("[0, 100]")
+    expect(lines.nth(1)).to_contain_text("2 keys")
+    expect(card.locator("table[aria-label='Released rows'] tbody tr")).to_have_count(10)
+    with page.expect_download() as started:
+        card.locator("#pert-download").click()
+    assert started.value.suggested_filename == "perturbed-census-age-sex-income.csv"
+    with open(started.value.path(), newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    assert header == ["age", "sex", "income"]
+    expect(card.locator("#pert-download")).to_contain_text(f"{len(rows):,} rows")
+    assert abs(len(rows) - 3000) < 300 and all(len(r) == 3 for r in rows)
+    assert {r[1] for r in rows} <= {"Female", "Male"}
+    # Every numeric value parses, and is noised: many distinct values of age and of income.
+    assert min(len({float(r[j]) for r in rows}) for j in (0, 2)) > 100
+    # The budget left (1 − 0.5) is what the form now offers.
+    expect(page.locator("#pert-epsilon")).to_have_value("0.5")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"console-perturbation-{size}.png"), full_page=True)
+    if size == "phone":
+        assert page.evaluate(OVERFLOW) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert errors == []

@@ -1,9 +1,11 @@
-// Releases published whole: a density curve with its bands, a consistent hierarchy of counts, and
-// synthetic origin–destination flows (OnTheMap's synthesizer).
-// Both spend from the caller's budget exactly as a query does; an identical request is free.
+// Releases published whole: a density curve with its bands, a consistent hierarchy of counts,
+// synthetic origin–destination flows (OnTheMap's synthesizer) and perturbed rows (record
+// perturbation, its card in perturb.js).
+// Each spends from the caller's budget exactly as a query does; an identical request is free.
 
 import { get, post } from "./api.js";
 import { lineChart } from "./chart.js";
+import { perturbCard } from "./perturb.js";
 import { clear, errorAlert, fmt, fmtLoss, h, mainValue, pageHead, table, td } from "./ui.js";
 
 const enc = encodeURIComponent;
@@ -114,7 +116,7 @@ function flowsCard(dataset, result) {
 export async function releasesPage(root) {
   const { datasets } = await get("/datasets");
   clear(root);
-  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, a hierarchy of counts that add up, or synthetic origin–destination flows."));
+  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, a hierarchy of counts that add up, synthetic origin–destination flows, or every row of a table perturbed."));
   if (!datasets.length) {
     root.append(h("div", { class: "card empty", text: "No dataset is granted to you yet." }));
     return;
@@ -245,7 +247,43 @@ export async function releasesPage(root) {
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release flows" })),
     oFeedback,
   );
+  const pTable = input("pert-table", "people");
+  const pColumns = input("pert-columns", "age, sex, income");
+  pColumns.setAttribute("inputmode", "text");
+  const pEps = epsilonInput("pert-epsilon", 1);
+  const pDelta = input("pert-delta", "", "0 (pure ε)");
+  const pTight = h("input", { type: "checkbox", id: "pert-tight", name: "pert-tight" });
+  const pFeedback = h("div", { "aria-live": "polite" });
+  const perturbForm = h(
+    "form",
+    {
+      class: "card",
+      id: "perturb-form",
+      onsubmit: release(
+        pFeedback,
+        () => {
+          const body = { table: pTable.value.trim(), columns: pColumns.value.split(",").map((v) => v.trim()).filter(Boolean), epsilon: pEps.value.trim(), tight: pTight.checked };
+          if (pDelta.value.trim()) body.delta = pDelta.value.trim();
+          return post(`/datasets/${enc(dataset.value)}/perturb`, body);
+        },
+        perturbCard,
+      ),
+    },
+    h("h2", { text: "Perturbed rows" }),
+    h("p", { class: "small muted", text: "Every row of a table whose privacy unit holds one row, each value noised: numeric columns with public bounds by Laplace noise, columns with public keys by the discrete mechanism. Any later analysis of the rows is free." }),
+    h(
+      "div",
+      { class: "grid two" },
+      field("pert-table", "Table", pTable),
+      field("pert-columns", "Columns (with bounds or keys)", pColumns),
+      field("pert-epsilon", "ε (5% of it for the number of rows)", pEps),
+      field("pert-delta", "δ", pDelta),
+    ),
+    h("label", { class: "check-field", for: "pert-tight" }, pTight, " Tight calibration b = diam/(ε − 2·ln(1−δ)) instead of the course's diam/(ε − ln(1−δ))"),
+    h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release rows" })),
+    pFeedback,
+  );
   dataset.addEventListener("change", () => refreshDefaults());
-  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, outputsHead, outputs);
+  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, perturbForm, outputsHead, outputs);
   await refreshDefaults();
 }
