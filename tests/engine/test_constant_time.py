@@ -74,8 +74,9 @@ def with_deadlines(catalog: Catalog, **millis: float) -> None:
     write_deadlines(Deadlines(dict(millis), fingerprint), catalog.deadlines_path)
 
 
-PRODUCTS = ("hierarchy", "density", "synthetic")
-"""The release products' classes calibrated for a table with one keyed and one bounded column."""
+PRODUCTS = ("hierarchy", "density", "synthetic", "bounds", "contributions")
+"""The release products' classes calibrated for a table with one keyed and one bounded column
+(whose unit is a column, so cap suggestions too)."""
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.plan.protocol import LossDefect
+from dalenius.releases.bounds import BoundsPlan
+from dalenius.releases.contributions import ContributionsPlan
 from dalenius.releases.density import DensityPlan
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapPlan
@@ -102,6 +104,8 @@ RUNS: dict[str, Callable[[Session, float], Any]] = {
         "t", origin="g", destination="h", epsilon=eps, per_destination=5
     ),
     "perturbation": lambda s, eps: s.perturb("r", ["x", "g"], epsilon=eps),
+    "bounds": lambda s, eps: s.choose_bounds("t", "x", epsilon=eps),
+    "contributions": lambda s, eps: s.suggest_caps("t", epsilon=eps, groups=["g"]),
     "test product": lambda s, eps: s.spend(
         lambda catalog: plan_histogram(catalog, HistogramRequest("t", "g", Fraction(eps))),
         text="HISTOGRAM(g) FROM t",
@@ -116,6 +120,8 @@ PLANS: dict[str, type] = {
     "synthetic": SynthPlan,
     "onthemap": OnTheMapPlan,
     "perturbation": PerturbationPlan,
+    "bounds": BoundsPlan,
+    "contributions": ContributionsPlan,
     "test product": HistogramPlan,
 }
 

@@ -51,6 +51,8 @@ PLAN_CLASSES = (
     "synthetic",
     "onthemap",
     "perturbation",
+    "bounds",
+    "contributions",
 )
 """Plan classes: a query belongs to the most expensive class whose feature it uses (a quantile,
 then a join, then a GROUP BY; otherwise it is a scan); each release product is a class of its own.

@@ -133,8 +133,9 @@ def product_queries(
 ) -> list[ClassQuery]:
     """One demanding request per release product the table allows (each its own plan class):
     a hierarchy over its first two keyed columns, flows between them, a density of its first
-    bounded column, synthetic rows of its keyed and bounded columns, and, when its unit holds one
-    row, record perturbation of every bounded and keyed column.
+    bounded column, synthetic rows of its keyed and bounded columns, private bounds of its first
+    numeric column, cap suggestions when its unit is a column, and, when its unit holds one row,
+    record perturbation of every bounded and keyed column.
     """
     name = table.name
     out: list[ClassQuery] = []
@@ -178,6 +179,24 @@ def product_queries(
                 "synthetic",
                 f"SYNTHETIC({', '.join(columns)}) FROM {name}",
                 release=lambda s: s.synthesize(name, columns, epsilon=1, delta=1e-6),
+            )
+        )
+    numeric = [c.name for c in table.columns if c.is_numeric and not _is_unit(table, c)]
+    if numeric:
+        out.append(
+            ClassQuery(
+                "bounds",
+                f"BOUNDS({numeric[0]}) FROM {name}",
+                release=lambda s: s.choose_bounds(name, numeric[0], epsilon=1),
+            )
+        )
+    if isinstance(table.privacy_unit, IdUnit):
+        groups = list(keyed[:1])
+        out.append(
+            ClassQuery(
+                "contributions",
+                f"CONTRIBUTIONS(rows{''.join(', ' + g for g in groups)}) FROM {name}",
+                release=lambda s: s.suggest_caps(name, epsilon=1, groups=groups),
             )
         )
     perturbed = _perturbable(table, keyed, bounded)

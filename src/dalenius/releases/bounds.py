@@ -214,7 +214,7 @@ class BoundsPlan:
     tau: int
     kind: ClassVar[str] = "bounds"
     answer_format: ClassVar[str] = FORMAT
-    plan_class: ClassVar[str] = "group_by"
+    plan_class: ClassVar[str] = "bounds"
 
     @property
     def text(self) -> str:

@@ -186,7 +186,7 @@ class ContributionsPlan:
     mechanism: IntegerLaplace = field(compare=False)
     kind: ClassVar[str] = "contributions"
     answer_format: ClassVar[str] = FORMAT
-    plan_class: ClassVar[str] = "group_by"
+    plan_class: ClassVar[str] = "contributions"
 
     @property
     def tables(self) -> tuple[Table, ...]:
