@@ -146,6 +146,30 @@ CASES: list[Case] = [
         "messy",
         name="messy-flags-and-dates",
     ),
+    # Date constants shifted by intervals (folded when planned) and SUBSTRING on rows.
+    Case(
+        "SELECT COUNT(*), "
+        + _count_if(
+            "d < DATE '2021-01-31' + INTERVAL '1' MONTH",
+            "d >= DATE '2022-03-31' - INTERVAL '1' YEAR - INTERVAL '1' MONTH",
+            "d BETWEEN DATE '2020-02-29' + INTERVAL '1' DAY AND DATE '2020-02-29' + INTERVAL '2' YEAR",
+        )
+        + " FROM t",
+        "messy",
+        name="date-intervals",
+    ),
+    Case(
+        "SELECT SUBSTRING(education, 1, 2) AS e, COUNT(*), "
+        + _count_if(
+            "SUBSTRING(native_country, 2, 5) = 'nited'",
+            "SUBSTRING(occupation FROM 3) LIKE 'ch%'",
+            "SUBSTRING(workclass, 20, 3) = ''",
+            "SUBSTR(race, 1, 0) = ''",
+        )
+        + " FROM adult GROUP BY e",
+        "adult",
+        name="substring",
+    ),
     # Odd lines are read or skipped alike on every engine; none is an error.
     Case(
         "SELECT k, COUNT(*), COUNT(n), SUM(n), COUNT(note) FROM t GROUP BY k",

@@ -36,6 +36,7 @@ day = {{ type = "str", keys = ["mon", "tue", "wed", "thu", "fri"] }}
 shop = {{ type = "str" }}
 amount = {{ type = "float", bounds = [0, 100] }}
 items = {{ type = "int", bounds = [0, 10] }}
+visited = {{ type = "date" }}
 
 [tables.accounts]
 source = {{ csv = "accounts.csv" }}
@@ -88,6 +89,10 @@ def _pair(base: Path, zcdp: bool) -> tuple[Session, Session]:
             "items": rng.integers(-3, 14, 2 * n),
         }
     )
+    people["visited"] = pd.Timestamp("2021-01-01") + pd.to_timedelta(
+        rng.integers(0, 365, 2 * n), unit="D"
+    )
+    people["visited"] = people["visited"].dt.strftime("%Y-%m-%d")
     heavy = pd.DataFrame(
         {
             "pid": 1,
@@ -95,6 +100,7 @@ def _pair(base: Path, zcdp: bool) -> tuple[Session, Session]:
             "shop": np.tile(SHOPS, 10),
             "amount": 1e6,
             "items": 1000,
+            "visited": "2021-02-28",
         }
     )
     accounts = pd.DataFrame({"pid": np.arange(2, n + 2), "balance": rng.integers(-80, 80, n)})
@@ -161,6 +167,18 @@ QUERIES = [
     (
         "per-unit-grouped",
         "SELECT n, COUNT(*) FROM (SELECT pid, COUNT(*) AS n FROM people GROUP BY pid) t GROUP BY n",
+        None,
+    ),
+    (
+        "date-interval",
+        "SELECT day, COUNT(*), SUM(amount) FROM people "
+        "WHERE visited < DATE '2021-01-31' + INTERVAL '1' MONTH GROUP BY day",
+        None,
+    ),
+    (
+        "substring-keys",
+        "SELECT SUBSTRING(day, 1, 1) AS d, COUNT(*), SUM(items) FROM people "
+        "WHERE SUBSTRING(shop, 2) <> '0' GROUP BY d",
         None,
     ),
     (

@@ -29,7 +29,7 @@ FIELDS = {
 }
 
 DATE_PARTS = {"YEAR", "MONTH", "DAY"}
-TEXT = {"LOWER", "UPPER", "LENGTH", "TRIM"}
+TEXT = {"LOWER", "UPPER", "LENGTH", "TRIM", "SUBSTRING"}
 
 
 def call(spec: FunctionSpec) -> Func:
@@ -40,6 +40,8 @@ def call(spec: FunctionSpec) -> Func:
         args = (Col("x"), Lit(1))
     if spec.name == "POWER":
         args = (Col("x"), Lit(2))
+    if spec.name == "SUBSTRING":
+        args = (Col("s"), Lit(2), Lit(3))
     return Func(spec.name, args)
 
 

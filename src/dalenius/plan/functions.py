@@ -143,6 +143,17 @@ def _of_first(need: str, result: str) -> Callable[[str], Callable[..., str]]:
     return rule_for
 
 
+def _substring_type(types: Sequence[str], fail: Fail | None) -> str:
+    """SUBSTRING(text, start[, length]): text, from text and whole numbers."""
+    if fail is not None and types[0] not in ("str", "null"):
+        raise fail("SUBSTRING needs text.", "apply SUBSTRING to a text column.")
+    if fail is not None and any(t not in ("int", "null") for t in types[1:]):
+        raise fail(
+            "SUBSTRING's start and length are whole numbers.", "write SUBSTRING(column, 1, 2)."
+        )
+    return "str"
+
+
 def _numeric_for(name: str) -> Callable[..., str]:
     def rule(types: Sequence[str], fail: Fail | None) -> str:
         if fail is not None and any(t not in NUMERIC | {"null"} for t in types):
@@ -247,6 +258,15 @@ def round_half_away(x: Value, digits: int) -> Value:
     return (
         math.copysign(rounded, float(x)) if digits > 0 else float(math.copysign(rounded, float(x)))
     )
+
+
+def _substring(args: Sequence[Value]) -> Value:
+    """SQL's SUBSTRING for a start from 1 and a length from 0 (the binder admits no others):
+    ``length`` characters from the ``start``-th, counted from 1.
+    """
+    text, start = str(args[0]), int(args[1])
+    end = None if len(args) < 3 else start - 1 + int(args[2])
+    return text[start - 1 : end]
 
 
 def _sqrt(args: Sequence[Value]) -> Value:
@@ -407,6 +427,10 @@ _SPECS = (
     FunctionSpec(
         "TRIM", 1, 1, _text("TRIM"), _no_bounds, lambda a: str(a[0]).strip(" "), "Trim",
         _spelled("TRIM("),
+    ),
+    FunctionSpec(
+        "SUBSTRING", 2, 3, _substring_type, _no_bounds, _substring, "Substring",
+        _spelled("SUBSTRING("),
     ),
     FunctionSpec(
         "YEAR", 1, 1, _date_part("YEAR"), _no_bounds, None, "Year",

@@ -8,9 +8,11 @@ Integer ``/`` truncates toward zero (PostgreSQL semantics), so ``(age / 10) * 10
 
 from __future__ import annotations
 
+import calendar
 import datetime
 import difflib
 import math
+import re
 from collections.abc import Callable, Mapping
 
 from sqlglot import exp
@@ -111,6 +113,13 @@ class Converter:
         for cls, op in COMPARE.items():
             if isinstance(node, cls):
                 return BinOp(op, sub(node.this), sub(node.expression))
+        if isinstance(node, exp.Add | exp.Sub) and (
+            isinstance(node.this, exp.Interval) or isinstance(node.expression, exp.Interval)
+        ):
+            # DATE '1998-12-01' - INTERVAL '90' DAY is a constant, folded here: no row is read.
+            return Lit(self._date_of(node, clause).isoformat())
+        if isinstance(node, exp.Interval):
+            raise self._interval_refusal(node, clause)
         for cls, op in ARITH.items():
             if isinstance(node, cls):
                 return BinOp(op, sub(node.this), sub(node.expression))
@@ -207,6 +216,15 @@ class Converter:
                         clause=clause,
                         fix="write ROUND(x, 2) or ROUND(x, -3).",
                     )
+                if name == "SUBSTRING" and not all(_whole_from(a, i) for i, a in enumerate(args)):
+                    raise self.error(
+                        "SUBSTRING takes a constant start from 1 and a constant length from 0.",
+                        node,
+                        clause=clause,
+                        why="engines disagree on a start below 1, and PostgreSQL fails on a "
+                        "negative length, so such a call could fail on some rows.",
+                        fix="write SUBSTRING(column, 1, 2).",
+                    )
                 if not FUNCTIONS[name].row and not any(aggregates_read(a) for a in args):
                     raise self.error(
                         f"{name} applies only to released aggregates here.",
@@ -241,17 +259,8 @@ class Converter:
                 return self._cast_released(node, converted, clause)
         if isinstance(node, exp.Cast) and _date_literal(node):
             # DATE '1994-01-01' is a constant, checked here: no row is ever cast.
-            text = str(node.this.this)
-            try:
-                datetime.date.fromisoformat(text)
-            except ValueError:
-                raise self.error(
-                    f"DATE '{text}' is not a date.",
-                    node,
-                    clause=clause,
-                    fix="write DATE 'YYYY-MM-DD', e.g. DATE '1994-01-01'.",
-                ) from None
-            return Lit(text)
+            self._date_of(node, clause)
+            return Lit(str(node.this.this))
         if isinstance(node, exp.Cast | exp.TryCast):
             raise self.error(
                 "CAST is not supported.",
@@ -270,6 +279,70 @@ class Converter:
                 privacy=True,
             )
         raise self.unknown(node, clause)
+
+    def _date_of(self, node: exp.Expr, clause: str) -> datetime.date:
+        """The date a date constant stands for: ``DATE 'YYYY-MM-DD'`` (or ``CAST('…' AS
+        DATE)``), shifted by any ``± INTERVAL 'n' DAY|WEEK|MONTH|YEAR`` (left to right, a month
+        past the end of a shorter one clamped to its last day, as PostgreSQL and DuckDB do).
+        """
+        if isinstance(node, exp.Paren):
+            return self._date_of(node.this, clause)
+        if isinstance(node, exp.Cast) and _date_literal(node):
+            text = str(node.this.this)
+            try:
+                return datetime.date.fromisoformat(text)
+            except ValueError:
+                raise self.error(
+                    f"DATE '{text}' is not a date.",
+                    node,
+                    clause=clause,
+                    fix="write DATE 'YYYY-MM-DD', e.g. DATE '1994-01-01'.",
+                ) from None
+        if isinstance(node, exp.Add | exp.Sub):
+            base, interval = node.this, node.expression
+            if isinstance(node, exp.Add) and isinstance(base, exp.Interval):
+                base, interval = interval, base
+            if isinstance(interval, exp.Interval) and not isinstance(base, exp.Interval):
+                amount, unit = self._interval(interval, clause)
+                sign = -1 if isinstance(node, exp.Sub) else 1
+                try:
+                    return shifted(self._date_of(base, clause), sign * amount, unit)
+                except (OverflowError, ValueError):
+                    raise self.error(
+                        "the shifted date is outside the years 1 to 9999.",
+                        node,
+                        clause=clause,
+                        fix="shift by a smaller interval.",
+                    ) from None
+        raise self._interval_refusal(node, clause)
+
+    def _interval_refusal(self, node: exp.Expr, clause: str) -> QueryError:
+        """An INTERVAL anywhere but beside a date constant (a column, a number, alone)."""
+        return self.error(
+            "INTERVAL is supported only added to or subtracted from a date constant.",
+            node,
+            clause=clause,
+            why="a date constant plus an interval is a constant, computed when the query is "
+            "planned; on a column it would be computed on every row, as a timestamp that "
+            "engines write differently.",
+            fix="move the interval to the constant's side: d + INTERVAL '1' DAY < DATE "
+            "'1994-01-01' is d < DATE '1994-01-01' - INTERVAL '1' DAY.",
+        )
+
+    def _interval(self, node: exp.Interval, clause: str) -> tuple[int, str]:
+        """The whole number and unit of ``INTERVAL 'n' DAY|WEEK|MONTH|YEAR`` (singular or plural)."""
+        value, unit = node.this, node.args.get("unit")
+        name = unit.name.upper().rstrip("S") if isinstance(unit, exp.Var) else ""
+        text = str(value.this).strip() if isinstance(value, exp.Literal) else ""
+        if name not in INTERVAL_UNITS or not re.fullmatch(r"[+-]?\d{1,7}", text):
+            raise self.error(
+                f"INTERVAL {node.sql(dialect='duckdb').removeprefix('INTERVAL ')} is not supported.",
+                node,
+                clause=clause,
+                why="a date constant is shifted by a whole number of days, weeks, months or years.",
+                fix="write INTERVAL '90' DAY, INTERVAL '3' MONTH or INTERVAL '1' YEAR.",
+            )
+        return int(text), name
 
     def _cast_released(self, node: exp.Cast, value: Expr, clause: str) -> Expr:
         """CAST of a released value (post-processing, computed by Dalenius, which cannot fail):
@@ -357,6 +430,8 @@ class Converter:
         raw.extend(e for e in node.expressions if isinstance(e, exp.Expr))
         if name == "POWER" and isinstance(node.args.get("expression"), exp.Expr):
             raw.append(node.args["expression"])
+        if name == "SUBSTRING":
+            raw.extend(node.args[k] for k in ("start", "length") if node.args.get(k) is not None)
         if name == "TRIM" and (node.args.get("position") or node.args.get("expression")):
             raise self.error(
                 "TRIM takes one argument here.", node, clause=clause, fix="write TRIM(column)."
@@ -424,6 +499,20 @@ _OPERATORS: dict[type[exp.Expr], str] = {
 }
 
 
+def _whole_from(expr: Expr, position: int) -> bool:
+    """Whether SUBSTRING's argument at ``position`` is admitted: any text first, then a constant
+    start of at least 1 and a constant length of at least 0.
+    """
+    if position == 0:
+        return True
+    return (
+        isinstance(expr, Lit)
+        and isinstance(expr.value, int)
+        and not isinstance(expr.value, bool)
+        and expr.value >= (1 if position == 1 else 0)
+    )
+
+
 def _small_int(expr: Expr) -> bool:
     return (
         isinstance(expr, Lit)
@@ -431,6 +520,28 @@ def _small_int(expr: Expr) -> bool:
         and not isinstance(expr.value, bool)
         and abs(expr.value) <= MAX_ROUND_DIGITS
     )
+
+
+INTERVAL_UNITS = ("DAY", "WEEK", "MONTH", "YEAR")
+"""The units a date constant may be shifted by."""
+
+
+def shifted(day: datetime.date, amount: int, unit: str) -> datetime.date:
+    """``day`` shifted by ``amount`` of ``unit`` (SQL's ``date + INTERVAL``): a month or year
+    landing past the end of a shorter month gives that month's last day.
+
+    Example:
+        >>> shifted(datetime.date(1998, 12, 1), -90, "DAY")
+        datetime.date(1998, 9, 2)
+        >>> shifted(datetime.date(2000, 1, 31), 1, "MONTH")
+        datetime.date(2000, 2, 29)
+    """
+    if unit in ("DAY", "WEEK"):
+        return day + datetime.timedelta(days=amount * (7 if unit == "WEEK" else 1))
+    months = day.year * 12 + day.month - 1 + amount * (12 if unit == "YEAR" else 1)
+    year, month = divmod(months, 12)
+    last = calendar.monthrange(year, month + 1)[1] if 1 <= year <= 9999 else 0
+    return datetime.date(year, month + 1, min(day.day, last))
 
 
 def _date_literal(node: exp.Cast) -> bool:

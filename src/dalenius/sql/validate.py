@@ -150,6 +150,8 @@ HANDLED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Least: frozenset({"this", "expressions"}),
     exp.Greatest: frozenset({"this", "expressions"}),
     exp.Round: frozenset({"this", "decimals"}),
+    exp.Substring: frozenset({"this", "start", "length"}),
+    exp.Interval: frozenset({"this", "unit"}),
     exp.Anonymous: frozenset({"this", "expressions"}),
     # aggregates
     exp.Count: _UNARY,

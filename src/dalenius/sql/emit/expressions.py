@@ -512,6 +512,10 @@ class Compiler:
                     this=exp.Abs(this=operand.copy()), expression=_number(Fraction(2**52))
                 )
                 return exp.Case(ifs=[exp.If(this=small, true=floored)], default=operand)
+            case Func(name="SUBSTRING", args=(text, start, *length)):
+                return exp.Substring(
+                    this=sub(text), start=sub(start), length=sub(length[0]) if length else None
+                )
             case Func(name=name, args=args) if FUNCTIONS[name].max_args > 1:
                 # Variadic (COALESCE, LEAST, GREATEST): the first argument, then the rest.
                 return _FUNCS[name](this=sub(args[0]), expressions=[sub(a) for a in args[1:]])
