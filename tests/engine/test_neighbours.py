@@ -53,6 +53,14 @@ public = true
 [tables.shops.columns]
 shop = {{ type = "str" }}
 region = {{ type = "str", keys = ["north", "south"] }}
+
+[tables.zones]
+source = {{ csv = "zones.csv" }}
+public = true
+
+[tables.zones.columns]
+region = {{ type = "str" }}
+zone = {{ type = "str", keys = ["z1", "z2", "z3"] }}
 """
 
 DAYS = ["mon", "tue", "wed", "thu", "fri"]
@@ -69,6 +77,10 @@ def write(
     pd.DataFrame({"shop": SHOPS * 2, "region": ["north"] * 6 + ["south"] * 6}).to_csv(
         folder / "shops.csv", index=False
     )
+    # Each region lies in two zones: a public table joined to a public table, doubling again.
+    pd.DataFrame(
+        {"region": ["north", "north", "south", "south"], "zone": ["z1", "z2", "z2", "z3"]}
+    ).to_csv(folder / "zones.csv", index=False)
     (folder / "cat.toml").write_text(CATALOG.format())
     catalog = load_catalog(folder / "cat.toml")
     ledger = open_ledger(None)
@@ -147,6 +159,12 @@ QUERIES = [
     (
         "left-join-public",
         "SELECT COUNT(s.region), SUM(p.items) FROM people p LEFT JOIN shops s ON p.shop = s.shop",
+        None,
+    ),
+    (
+        "public-chain-written-first",
+        "SELECT z.zone, COUNT(*), SUM(p.amount) FROM zones z JOIN shops s ON s.region = z.region "
+        "JOIN people p ON p.shop = s.shop GROUP BY z.zone",
         None,
     ),
     (

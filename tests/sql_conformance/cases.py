@@ -272,6 +272,12 @@ def f_adult_workclass_contains(part: str) -> Callable[[Frame], pd.Series]:
     return rows
 
 
+def _above(frames: dict[str, Frame], level: str, years: int) -> int:
+    """How many education values of ``level`` have more than ``years`` years (join partners)."""
+    table = frames["edu_levels"]
+    return int(((table.level == level) & (table.years > years)).sum())
+
+
 def handwritten() -> list[Answered]:
     b = ADULT
     p = PUMS
@@ -393,6 +399,21 @@ def handwritten() -> list[Answered]:
             "pums",
             "SELECT 2 AS g, sex, COUNT(*) FROM pums GROUP BY 1, 2",
             lambda _, f: {(2, s): (2, s, int((f["pums"].sex == s).sum())) for s in (0, 1)},
+        ),
+        Answered(
+            "public-chain-written-first",
+            "adult",
+            "SELECT e1.level, COUNT(*), SUM(a.age) FROM edu_levels e1 "
+            "JOIN edu_levels e2 ON e1.level = e2.level JOIN adult a ON a.education = e2.education "
+            "WHERE e1.years > 8 GROUP BY e1.level",
+            lambda _, f: {
+                (k,): (
+                    k,
+                    int((_edu(f).level == k).sum() * _above(f, k, 8)),
+                    int(_edu(f)[_edu(f).level == k].age.clip(*b["age"]).sum() * _above(f, k, 8)),
+                )
+                for k in levels
+            },
         ),
         Answered(
             "join-public-bounded-column",

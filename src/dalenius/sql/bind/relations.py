@@ -72,8 +72,13 @@ class _Relations(_Aggregates):
             )
         source = self.source(from_.this, ctes)
         lifted: list[exp.Expr] = []
-        for join in tree.args.get("joins") or []:
-            source = self.join(source, join, ctes, lifted)
+        joins: list[exp.Join] = tree.args.get("joins") or []
+        if not source.private and joins and all(_plain_inner(j) for j in joins):
+            # Public tables written first: the inner joins are re-ordered from the private table.
+            source = self.rooted(source, joins, ctes, lifted)
+        else:
+            for join in joins:
+                source = self.join(source, join, ctes, lifted)
         where = tree.args.get("where")
         # An inner join's other ON conditions filter the joined rows, as WHERE does.
         conditions = [*lifted, *([where.this] if where is not None else [])]
@@ -232,23 +237,7 @@ class _Relations(_Aggregates):
                 ),
             )
         right = self.source(join.this, ctes)
-        for part in (left, right):
-            if part.unit is not None and part.unit.kind == "aggregated":
-                raise self.error(
-                    "a per-unit aggregate (a subquery grouped by the privacy unit) cannot be joined.",
-                    join,
-                    clause="JOIN",
-                    why="the join could repeat each person's row, and their bounded value, many times.",
-                    fix="do the join inside the subquery, before grouping by the unit.",
-                    privacy=True,
-                )
-        if not {f.qualifier for f in right.fields}.isdisjoint({f.qualifier for f in left.fields}):
-            raise self.error(
-                "the same alias is used twice.",
-                join,
-                clause="JOIN",
-                fix="give each table its own alias.",
-            )
+        self.joinable(left, right, join)
         join_kind: Literal["inner", "left"] = "left" if side == "LEFT" else "inner"
         if join_kind == "left":
             # Rows without a match are extended with NULLs: nothing on the right is non-nullable.
@@ -270,37 +259,64 @@ class _Relations(_Aggregates):
                 fix="use JOIN if the condition filters the joined rows, or move it to WHERE.",
             )
         lifted.extend(extra)
-        if left.private and right.private:
-            assert left.unit is not None and right.unit is not None
-            if (
-                left.unit.kind != "id"
-                or right.unit.kind != "id"
-                or {left_key, right_key} != {left.unit.field, right.unit.field}
-            ):
+        return self.combine(left, right, left_key, right_key, join_kind, join)
+
+    def joinable(self, left: _Source, right: _Source, join: exp.Expr) -> None:
+        """Refuse a join of a per-unit aggregate, or of two sources sharing an alias."""
+        for part in (left, right):
+            if part.unit is not None and part.unit.kind == "aggregated":
                 raise self.error(
-                    "two private tables can only be joined on their privacy unit.",
+                    "a per-unit aggregate (a subquery grouped by the privacy unit) cannot be joined.",
                     join,
                     clause="JOIN",
-                    why="any other join can multiply one person's rows without limit.",
-                    fix="join on the id column both tables declare as privacy_unit, e.g. ON a.pid = b.pid.",
+                    why="the join could repeat each person's row, and their bounded value, many times.",
+                    fix="do the join inside the subquery, before grouping by the unit.",
                     privacy=True,
                 )
-            # One unit's rows multiply across the join: up to R_left × R_right joined rows, in
-            # at most as many groups as either side allows (the engine enforces both caps).
-            unit = replace(
-                left.unit,
-                max_rows=left.unit.max_rows * right.unit.max_rows,
-                max_groups=max(left.unit.max_groups, right.unit.max_groups),
-                description=f"{left.unit.description}, joined with {right.unit.description}",
-            )
-            relation: Relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
-            return _Source(relation, both.fields, unit, both.tables)
-        if not left.private and not right.private:
+        if not {f.qualifier for f in right.fields}.isdisjoint({f.qualifier for f in left.fields}):
             raise self.error(
-                "joining two public tables is not supported.",
+                "the same alias is used twice.",
                 join,
                 clause="JOIN",
-                fix="join each public table to the private table directly.",
+                fix="give each table its own alias.",
+            )
+
+    def combine(
+        self,
+        left: _Source,
+        right: _Source,
+        left_key: str,
+        right_key: str,
+        join_kind: Literal["inner", "left"],
+        join: exp.Expr,
+    ) -> _Source:
+        """``left ⋈ right`` on ``left_key = right_key``: two private tables on their privacy unit,
+        or a private side with a public table (whose key multiplicity is measured later).
+        """
+        both = _Source(
+            left.relation, left.fields + right.fields, left.unit, left.tables + right.tables
+        )
+        lf, rf = (next(f for f in both.fields if f.id == k) for k in (left_key, right_key))
+        if lf.type != rf.type:
+            raise self.error(
+                f"the join compares a {lf.type} with a {rf.type}.",
+                (join.args.get("on") or join) if isinstance(join, exp.Join) else join,
+                clause="JOIN",
+                why="the engine would convert one side, and converted values can collide (many keys "
+                "matching one), multiplying rows beyond what was measured.",
+                fix="join columns of the same type.",
+            )
+        if left.private and right.private:
+            return self.on_unit(left, right, left_key, right_key, join_kind, join)
+        if not left.private and not right.private:
+            raise self.error(
+                "joining two public tables is not supported here.",
+                join,
+                clause="JOIN",
+                why="a query reads a private table, and public tables join it as lookups: then "
+                "the private table's rows, each tied to its unit, are what the answer counts.",
+                fix="join the public tables to a private table with inner joins (in any order), "
+                "or read the public tables alone.",
             )
         private, public = (left, right) if left.private else (right, left)
         if not isinstance(public.relation, Scan):
@@ -326,6 +342,137 @@ class _Relations(_Aggregates):
         return _Source(
             relation, private.fields + public.fields, private.unit, private.tables + public.tables
         )
+
+    def on_unit(
+        self,
+        left: _Source,
+        right: _Source,
+        left_key: str,
+        right_key: str,
+        join_kind: Literal["inner", "left"],
+        join: exp.Expr,
+    ) -> _Source:
+        """Two private tables joined on their privacy unit (refused on anything else)."""
+        assert left.unit is not None and right.unit is not None
+        if (
+            left.unit.kind != "id"
+            or right.unit.kind != "id"
+            or {left_key, right_key} != {left.unit.field, right.unit.field}
+        ):
+            raise self.error(
+                "two private tables can only be joined on their privacy unit.",
+                join,
+                clause="JOIN",
+                why="any other join can multiply one person's rows without limit.",
+                fix="join on the id column both tables declare as privacy_unit, e.g. ON a.pid = b.pid.",
+                privacy=True,
+            )
+        # One unit's rows multiply across the join: up to R_left × R_right joined rows, in
+        # at most as many groups as either side allows (the engine enforces both caps).
+        unit = replace(
+            left.unit,
+            max_rows=left.unit.max_rows * right.unit.max_rows,
+            max_groups=max(left.unit.max_groups, right.unit.max_groups),
+            description=f"{left.unit.description}, joined with {right.unit.description}",
+        )
+        relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
+        return _Source(relation, left.fields + right.fields, unit, left.tables + right.tables)
+
+    def rooted(
+        self,
+        first: _Source,
+        joins: list[exp.Join],
+        ctes: dict[str, exp.Select],
+        lifted: list[exp.Expr],
+    ) -> _Source:
+        """Inner joins written from a public table, re-ordered to start at the first private one.
+
+        Inner joins on equalities commute and associate (``A ⋈ B = B ⋈ A``, and an ON condition
+        of an inner join is a filter on the joined rows wherever it is applied), so ``nation ⋈
+        supplier ⋈ lineitem`` is ``lineitem ⋈ supplier ⋈ nation``: each public table then joins
+        the private rows built so far on one equality, as a lookup whose key multiplicity is
+        measured, and the sensitivity is the private table's, as written private-first. Each
+        ON condition's columns are resolved where the analyst wrote it (the tables to its
+        left); every equality not used as a key, and every other condition, filters the
+        joined rows. Without any private table the joins stay as written (and are refused).
+        """
+        rights = [self.source(j.this, ctes) for j in joins]
+        sources = [first, *rights]
+        start = next((i for i, s in enumerate(sources) if s.private), None)
+        if start is None:
+            source = first
+            for join in joins:
+                source = self.join(source, join, ctes, lifted)
+            return source
+        for n, join in enumerate(joins, start=1):
+            written = _Source(first.relation, [f for s in sources[:n] for f in s.fields], None)
+            self.joinable(written, sources[n], join)
+        pool = self.join_equalities(joins, sources)
+        owner = {f.id: i for i, s in enumerate(sources) for f in s.fields}
+        joined, source = {start}, sources[start]
+        while len(joined) < len(sources):
+            step = self.next_lookup(pool, owner, joined, sources)
+            if step is None:
+                alone = next(i for i in range(len(sources)) if i not in joined)
+                raise self.error(
+                    "a table is joined to the others by no equality.",
+                    joins[alone - 1] if alone else joins[0],
+                    clause="JOIN",
+                    why="without one, every row would match every row of the other table.",
+                    fix="join each table on an equality with a table before it: ON a.key = b.key.",
+                )
+            i, (node, a, b) = step
+            pool.remove((node, a, b))
+            key, other = (a, b) if owner[a] in joined else (b, a)
+            joined.add(i)
+            source = self.combine(source, sources[i], key, other, "inner", node)
+        lifted.extend(node for node, _, _ in pool)
+        lifted.extend(c for j in joins for c in _conjuncts(j) if not _column_equality(c))
+        return source
+
+    def join_equalities(
+        self, joins: list[exp.Join], sources: list[_Source]
+    ) -> list[tuple[exp.Expr, str, str]]:
+        """Every ``a = b`` between two columns in the ON conditions of ``joins``, with the
+        field ids of its columns, resolved among the tables written up to its join.
+        """
+        out = []
+        for n, join in enumerate(joins, start=1):
+            visible = [f for s in sources[: n + 1] for f in s.fields]
+            for c in _conjuncts(join):
+                if _column_equality(c):
+                    a = self.lookup(visible, c.this.table or None, c.this.name, c.this, "JOIN")
+                    b = self.lookup(
+                        visible, c.expression.table or None, c.expression.name, c.expression, "JOIN"
+                    )
+                    out.append((c, a.id, b.id))
+        return out
+
+    def next_lookup(
+        self,
+        pool: list[tuple[exp.Expr, str, str]],
+        owner: dict[str, int],
+        joined: set[int],
+        sources: list[_Source],
+    ) -> tuple[int, tuple[exp.Expr, str, str]] | None:
+        """The next table to join (in written order, the first an equality links to the joined
+        ones) and that equality: between two private tables, the one on their units.
+        """
+        for i in range(len(sources)):
+            if i in joined:
+                continue
+            links = [
+                e
+                for e in pool
+                if {owner[e[1]], owner[e[2]]} - {i} <= joined
+                and i in {owner[e[1]], owner[e[2]]}
+                and owner[e[1]] != owner[e[2]]
+            ]
+            units = {f.id for f in sources[i].fields if f.unit}
+            on_unit = [e for e in links if units & {e[1], e[2]}]
+            if links:
+                return i, (on_unit or links)[0]
+        return None
 
     def join_keys(
         self, join: exp.Join, left: _Source, right: _Source, both: _Source
@@ -390,15 +537,6 @@ class _Relations(_Aggregates):
                 fix="write ON a.key = b.key.",
             )
         lf, rf = (a, b) if a.id in left_ids else (b, a)
-        if lf.type != rf.type:
-            raise self.error(
-                f"the join compares a {lf.type} with a {rf.type}.",
-                on,
-                clause="JOIN",
-                why="the engine would convert one side, and converted values can collide (many keys "
-                "matching one), multiplying rows beyond what was measured.",
-                fix="join columns of the same type.",
-            )
         return lf.id, rf.id
 
     def lookup(
@@ -709,6 +847,33 @@ class _Relations(_Aggregates):
             predicate = self.converter(source).convert(having.this, "HAVING")
             source.relation = Filter(source.relation, predicate)
         return source
+
+
+def _plain_inner(join: exp.Join) -> bool:
+    """Whether ``join`` is an inner join on ON conditions (``JOIN``/``INNER JOIN ... ON``)."""
+    return (
+        not join.args.get("side")
+        and (join.args.get("kind") or "").upper() in ("", "INNER")
+        and not join.args.get("using")
+        and join.args.get("on") is not None
+    )
+
+
+def _conjuncts(join: exp.Join) -> list[exp.Expr]:
+    """The parts of a join's ON condition joined by AND."""
+    on = join.args.get("on")
+    if isinstance(on, exp.And):
+        return list(on.flatten())
+    return [on] if on is not None else []
+
+
+def _column_equality(node: exp.Expr) -> bool:
+    """Whether ``node`` is ``a = b`` between two columns (a candidate join key)."""
+    return (
+        isinstance(node, exp.EQ)
+        and isinstance(node.this, exp.Column)
+        and isinstance(node.expression, exp.Column)
+    )
 
 
 def _internal(field: Field) -> bool:
