@@ -164,3 +164,22 @@ def test_other_chains_are_refused_at_the_join(
         pair[1].plan(sql, 1)
     assert caught.value.clause == "JOIN"
     assert what in caught.value.what
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(*) FROM zones",
+        "SELECT COUNT(*) FROM zones z JOIN shops s ON s.region = z.region",
+        "SELECT z.zone, COUNT(*) FROM shops s JOIN zones z ON s.region = z.region GROUP BY z.zone",
+    ],
+)
+def test_a_query_of_public_tables_alone_is_refused_naming_them(
+    pair: tuple[Session, Session], sql: str
+) -> None:
+    with pytest.raises(QueryError) as caught:
+        pair[1].plan(sql, 1)
+    assert caught.value.clause == "FROM"
+    assert "reads only public tables (" in caught.value.what and "zones" in caught.value.what
+    assert "no privacy unit" in (caught.value.why or "")
+    assert "join them to a private table" in (caught.value.fix or "")

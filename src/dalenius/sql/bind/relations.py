@@ -14,6 +14,7 @@ from typing import Literal
 from sqlglot import exp
 
 from dalenius.core.catalog import Table
+from dalenius.core.errors import QueryError
 from dalenius.core.unit import IdUnit
 from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, per_unit_bounds, type_of
 from dalenius.plan.expr import Col, Expr
@@ -261,6 +262,20 @@ class _Relations(_Aggregates):
         lifted.extend(extra)
         return self.combine(left, right, left_key, right_key, join_kind, join)
 
+    def public_only(self, source: _Source, node: exp.Expr | None) -> QueryError:
+        """The refusal of a query that reads public tables alone (no privacy unit anywhere)."""
+        names = ", ".join(dict.fromkeys(t.name for t in source.tables))
+        return self.error(
+            f"the query reads only public tables ({names}).",
+            node,
+            clause="FROM",
+            why="their rows belong to no privacy unit: Dalenius answers questions about private "
+            "tables, with noise paid from a budget, and has nothing to protect or charge here; "
+            "public tables are read as they are, outside it.",
+            fix="read the public tables where the custodian publishes them, or join them to a "
+            "private table as lookups (FROM lineitem JOIN supplier ON ...).",
+        )
+
     def joinable(self, left: _Source, right: _Source, join: exp.Expr) -> None:
         """Refuse a join of a per-unit aggregate, or of two sources sharing an alias."""
         for part in (left, right):
@@ -400,10 +415,9 @@ class _Relations(_Aggregates):
         sources = [first, *rights]
         start = next((i for i, s in enumerate(sources) if s.private), None)
         if start is None:
-            source = first
-            for join in joins:
-                source = self.join(source, join, ctes, lifted)
-            return source
+            raise self.public_only(
+                _Source(first.relation, [], None, [t for s in sources for t in s.tables]), joins[0]
+            )
         for n, join in enumerate(joins, start=1):
             written = _Source(first.relation, [f for s in sources[:n] for f in s.fields], None)
             self.joinable(written, sources[n], join)

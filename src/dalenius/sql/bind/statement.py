@@ -97,12 +97,7 @@ class _Planner(_Relations):
         ctes = self.ctes(tree)
         source = self.from_clause(tree, ctes)
         if not source.private:
-            raise self.error(
-                "the query reads only public tables.",
-                tree.args.get("from_") or tree.args.get("from"),
-                clause="FROM",
-                fix="query public tables directly: they need no privacy protection.",
-            )
+            raise self.public_only(source, tree.args.get("from_") or tree.args.get("from"))
         if options.unit_column is not None:
             self.check_unit_option(source, options.unit_column)
         if options.max_groups is not None and source.unit is not None and source.unit.kind == "id":
