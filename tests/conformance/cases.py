@@ -170,6 +170,14 @@ CASES: list[Case] = [
         "adult",
         name="substring",
     ),
+    # A private subquery correlated on the unit and by inequalities (TPC-H Q21's shape).
+    Case(
+        "SELECT sex, COUNT(*), SUM(age) FROM pums p WHERE EXISTS (SELECT * FROM visits v "
+        "WHERE v.pid = p.pid AND v.income >= p.income - 1000) AND NOT EXISTS (SELECT 1 FROM "
+        "visits w WHERE w.pid = p.pid AND w.income <> p.income AND w.income > 10) GROUP BY sex",
+        "pums",
+        name="exists-correlated-inequalities",
+    ),
     # Odd lines are read or skipped alike on every engine; none is an error.
     Case(
         "SELECT k, COUNT(*), COUNT(n), SUM(n), COUNT(note) FROM t GROUP BY k",

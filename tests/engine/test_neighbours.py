@@ -168,6 +168,36 @@ QUERIES = [
         None,
     ),
     (
+        "exists-on-unit",
+        "SELECT day, COUNT(*), SUM(amount) FROM people p WHERE items > 0 AND EXISTS "
+        "(SELECT * FROM accounts a WHERE a.pid = p.pid AND a.balance > 0) GROUP BY day",
+        None,
+    ),
+    (
+        "not-exists-on-unit",
+        "SELECT COUNT(*), SUM(items) FROM people p WHERE NOT EXISTS "
+        "(SELECT 1 FROM accounts a WHERE a.pid = p.pid AND a.balance < 0)",
+        None,
+    ),
+    (
+        "in-on-unit",
+        "SELECT day, COUNT(*) FROM people WHERE pid IN (SELECT pid FROM accounts WHERE balance > 5) "
+        "GROUP BY day",
+        None,
+    ),
+    (
+        "in-public",
+        "SELECT COUNT(*), SUM(items) FROM people WHERE shop IN "
+        "(SELECT shop FROM shops WHERE region = 'north')",
+        None,
+    ),
+    (
+        "not-exists-public-chain",
+        "SELECT day, SUM(amount) FROM people p WHERE NOT EXISTS (SELECT 1 FROM shops s "
+        "JOIN zones z ON z.region = s.region WHERE s.shop = p.shop AND z.zone = 'z3') GROUP BY day",
+        None,
+    ),
+    (
         "join-private-on-unit",
         "SELECT p.day, COUNT(*), SUM(a.balance) FROM people p JOIN accounts a ON p.pid = a.pid GROUP BY p.day",
         None,

@@ -401,6 +401,63 @@ def handwritten() -> list[Answered]:
             lambda _, f: {(2, s): (2, s, int((f["pums"].sex == s).sum())) for s in (0, 1)},
         ),
         Answered(
+            "in-public-subquery",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE education IN "
+            "(SELECT education FROM edu_levels WHERE years > 12)",
+            lambda _, f: {
+                (): (
+                    int(
+                        f["adult"]
+                        .education.isin(f["edu_levels"][f["edu_levels"].years > 12].education)
+                        .sum()
+                    ),
+                )
+            },
+        ),
+        Answered(
+            "not-exists-public-correlated",
+            "adult",
+            "SELECT a.sex, COUNT(*) FROM adult a WHERE a.age > 30 AND NOT EXISTS "
+            "(SELECT 1 FROM edu_levels l WHERE l.education = a.education AND l.level = 'college') "
+            "GROUP BY a.sex",
+            lambda _, f: {
+                (s,): (
+                    s,
+                    int(
+                        (
+                            (f["adult"].sex == s)
+                            & (f["adult"].age > 30)
+                            & ~f["adult"].education.isin(
+                                f["edu_levels"][f["edu_levels"].level == "college"].education
+                            )
+                        ).sum()
+                    ),
+                )
+                for s in ("Female", "Male", "Unknown")
+            },
+        ),
+        Answered(
+            "not-in-public-chain",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE education NOT IN (SELECT e1.education FROM "
+            "edu_levels e1 JOIN edu_levels e2 ON e1.level = e2.level WHERE e2.education = 'Masters')",
+            lambda _, f: {
+                (): (
+                    int(
+                        (
+                            ~f["adult"].education.isin(
+                                f["edu_levels"][
+                                    f["edu_levels"].level
+                                    == f["edu_levels"].set_index("education").level["Masters"]
+                                ].education
+                            )
+                        ).sum()
+                    ),
+                )
+            },
+        ),
+        Answered(
             "public-chain-written-first",
             "adult",
             "SELECT e1.level, COUNT(*), SUM(a.age) FROM edu_levels e1 "
@@ -447,6 +504,26 @@ def handwritten() -> list[Answered]:
                 )
                 for s in (0, 1)
             },
+        ),
+        Answered(
+            "exists-on-unit",
+            "pums",
+            "SELECT sex, COUNT(*), SUM(age) FROM pums p WHERE EXISTS "
+            "(SELECT * FROM visits v WHERE v.pid = p.pid AND v.income > 50000) GROUP BY sex",
+            lambda _, f: {
+                (s,): (
+                    s,
+                    int(((f["pums"].sex == s) & (f["pums"].income > 50000)).sum()),
+                    int(f["pums"][(f["pums"].sex == s) & (f["pums"].income > 50000)].age.sum()),
+                )
+                for s in (0, 1)
+            },
+        ),
+        Answered(
+            "not-in-on-unit",
+            "pums",
+            "SELECT COUNT(*) FROM pums WHERE pid NOT IN (SELECT pid FROM visits WHERE income < 2e4)",
+            lambda _, f: {(): (int((~(f["pums"].income < 20000)).sum()),)},
         ),
         Answered(
             "subquery-derived-column",
@@ -727,7 +804,7 @@ def refused() -> list[Refused]:
             "adult",
             "SELECT COUNT(*) FROM adult WHERE age IN (SELECT 1)",
             "WHERE",
-            "IN (subquery)",
+            "the subquery reads no table",
         ),
         Refused(
             "self-join",
@@ -767,6 +844,79 @@ def refused() -> list[Refused]:
         ),
         Refused(
             "public-only", "adult", "SELECT COUNT(*) FROM edu_levels", "FROM", "only public tables"
+        ),
+        Refused(
+            "exists-private-uncorrelated",
+            "pums",
+            "SELECT COUNT(*) FROM pums WHERE EXISTS (SELECT * FROM visits WHERE income > 400000)",
+            "WHERE",
+            "must be correlated on the privacy unit",
+            True,
+        ),
+        Refused(
+            "in-private-not-on-unit",
+            "pums",
+            "SELECT COUNT(*) FROM pums p WHERE p.age IN (SELECT v.pid FROM visits v)",
+            "WHERE",
+            "must be correlated on the privacy unit",
+            True,
+        ),
+        Refused(
+            "exists-private-row-unit",
+            "adult",
+            "SELECT COUNT(*) FROM edu_levels l JOIN adult a ON a.education = l.education "
+            "WHERE EXISTS (SELECT * FROM adult b WHERE b.age = a.age)",
+            "WHERE",
+            "must be correlated on the privacy unit",
+            True,
+        ),
+        Refused(
+            "exists-inside-or",
+            "pums",
+            "SELECT COUNT(*) FROM pums p WHERE age > 30 OR EXISTS "
+            "(SELECT * FROM visits v WHERE v.pid = p.pid)",
+            "WHERE",
+            "only as a condition of WHERE joined to the others by AND",
+        ),
+        Refused(
+            "scalar-subquery",
+            "pums",
+            "SELECT COUNT(*) FROM pums WHERE income > (SELECT AVG(income) FROM visits)",
+            "WHERE",
+            "a subquery as a value is not supported",
+            True,
+        ),
+        Refused(
+            "exists-aggregate",
+            "pums",
+            "SELECT COUNT(*) FROM pums p WHERE EXISTS "
+            "(SELECT COUNT(*) FROM visits v WHERE v.pid = p.pid)",
+            "WHERE",
+            "cannot select an aggregate",
+            True,
+        ),
+        Refused(
+            "exists-grouped",
+            "pums",
+            "SELECT COUNT(*) FROM pums p WHERE EXISTS "
+            "(SELECT v.pid FROM visits v WHERE v.pid = p.pid GROUP BY v.pid)",
+            "WHERE",
+            "GROUP BY is not supported in an EXISTS or IN subquery",
+            True,
+        ),
+        Refused(
+            "in-two-columns",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE education IN (SELECT education, level FROM edu_levels)",
+            "WHERE",
+            "selects one column",
+        ),
+        Refused(
+            "in-other-type",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE age IN (SELECT education FROM edu_levels)",
+            "WHERE",
+            "IN compares a int with a str",
         ),
         Refused(
             "subquery-no-alias",

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Relation, UnitAggregate
+from dalenius.plan.nodes import DPQuery, Filter, Join, Project, Relation, SemiJoin, UnitAggregate
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ def plan_class(plan: DPQuery) -> str:
 
 def _has_join(relation: Relation) -> bool:
     match relation:
-        case Join():
+        case Join() | SemiJoin():
             return True
         case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
             return _has_join(c)

@@ -29,6 +29,7 @@ from dalenius.plan.nodes import (
     MinPeople,
     Project,
     Relation,
+    SemiJoin,
     Statistic,
     UnitAggregate,
     agg_ref,
@@ -520,6 +521,14 @@ def _filters(relation: Relation, names: dict[str, str]) -> list[str]:
             return _filters(c, names)
         case Join(left=left, right=right):
             return _filters(left, names) + _filters(right, names)
+        case SemiJoin(child=c, right=right, condition=cond, negated=neg, operand=op, column=col):
+            tables = ", ".join(s.table for s in scans(right))
+            if op is not None:
+                test = f"{render(op, names)} {'NOT IN' if neg else 'IN'} {names.get(col or '', col)} of {tables}"
+            else:
+                test = f"{'NOT EXISTS' if neg else 'EXISTS'} a row of {tables}"
+            where = [*_filters(right, names), *([render(cond, names)] if cond is not None else [])]
+            return [*_filters(c, names), test + (f" where {' AND '.join(where)}" if where else "")]
     return []
 
 

@@ -30,6 +30,7 @@ from dalenius.plan.nodes import (
     Query,
     Relation,
     Scan,
+    SemiJoin,
     UnitAggregate,
     all_fields,
 )
@@ -129,4 +130,7 @@ def _relation_exprs(relation: Relation) -> Iterable[Expr]:
             return [*keys, *args, *_relation_exprs(c)]
         case Join(left=left, right=right):
             return [*_relation_exprs(left), *_relation_exprs(right)]
+        case SemiJoin(child=c, right=right, condition=cond, operand=operand):
+            own = [e for e in (cond, operand) if e is not None]
+            return [*own, *_relation_exprs(c), *_relation_exprs(right)]
     raise AssertionError(f"unknown relation {relation!r}")

@@ -105,6 +105,36 @@ class Join:
 
 
 @dataclass(frozen=True)
+class SemiJoin:
+    """The rows of ``child`` for which some row of ``right`` meets ``condition`` (none, when
+    ``negated``): SQL's ``[NOT] EXISTS (SELECT 1 FROM right WHERE condition)``, or, with an
+    ``operand``, ``operand [NOT] IN (SELECT column FROM right WHERE condition)``.
+
+    It only drops rows of ``child``, never repeats one, and the binder admits it only where
+    whether a row is kept depends on that row and on public data, or on rows of the row's own
+    privacy unit (``condition`` equates ``right``'s unit with ``child``'s): removing one unit
+    then changes no other unit's rows, and the sensitivity is ``child``'s.
+
+    Attributes:
+        child: the rows filtered.
+        right: the subquery's rows (its uncorrelated conditions applied).
+        condition: the conditions reading both sides (``None``: none).
+        negated: ``NOT EXISTS`` / ``NOT IN``.
+        operand: ``IN``'s outer value (``None`` for ``EXISTS``).
+        column: ``IN``'s field of ``right``.
+        on_unit: whether ``right`` is private, correlated on the unit.
+    """
+
+    child: Relation
+    right: Relation
+    condition: Expr | None
+    negated: bool
+    operand: Expr | None = None
+    column: str | None = None
+    on_unit: bool = False
+
+
+@dataclass(frozen=True)
 class UnitAggregate:
     """Per-unit aggregation: ``SELECT unit, keys..., agg(...) ... GROUP BY unit, keys...``.
 
@@ -120,7 +150,7 @@ class UnitAggregate:
     keys: tuple[Expr, ...] = ()
 
 
-Relation = Scan | Filter | Project | Join | UnitAggregate
+Relation = Scan | Filter | Project | Join | SemiJoin | UnitAggregate
 
 
 def output_fields(relation: Relation) -> tuple[Field, ...]:
@@ -128,7 +158,7 @@ def output_fields(relation: Relation) -> tuple[Field, ...]:
     match relation:
         case Scan(fields=fs) | Project(fields=fs) | UnitAggregate(fields=fs):
             return fs
-        case Filter(child=child):
+        case Filter(child=child) | SemiJoin(child=child):
             return output_fields(child)
         case Join(left=left, right=right):
             return output_fields(left) + output_fields(right)
@@ -167,7 +197,7 @@ def _all_relations(relation: Relation) -> list[Relation]:
             return _all_relations(c)
         case Project(child=c) | UnitAggregate(child=c):
             return [*_all_relations(c), relation]
-        case Join(left=left, right=right):
+        case Join(left=left, right=right) | SemiJoin(child=left, right=right):
             return _all_relations(left) + _all_relations(right)
     raise AssertionError(f"unknown relation {relation!r}")
 
@@ -193,6 +223,10 @@ def depth_first(relation: Relation, visit: Callable[[Relation], Relation]) -> Re
             new_left, new_right = depth_first(left, visit), depth_first(right, visit)
             if new_left is not left or new_right is not right:
                 relation = replace(relation, left=new_left, right=new_right)
+        case SemiJoin(child=c, right=right):
+            child, new_right = depth_first(c, visit), depth_first(right, visit)
+            if child is not c or new_right is not right:
+                relation = replace(relation, child=child, right=new_right)
     return visit(relation)
 
 
@@ -201,7 +235,7 @@ def with_fields(relation: Relation, exposed: Sequence[Field]) -> Relation:
     match relation:
         case Scan() | Project() | UnitAggregate():
             return replace(relation, fields=tuple(exposed))
-        case Filter(child=child):
+        case Filter(child=child) | SemiJoin(child=child):
             return replace(relation, child=with_fields(child, exposed))
     return relation
 
@@ -213,7 +247,7 @@ def scans(relation: Relation) -> tuple[Scan, ...]:
             return (relation,)
         case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
             return scans(c)
-        case Join(left=left, right=right):
+        case Join(left=left, right=right) | SemiJoin(child=left, right=right):
             return scans(left) + scans(right)
     raise AssertionError(f"unknown relation {relation!r}")
 

@@ -159,10 +159,22 @@ class Converter:
                     fix="write = TRUE, or IS NULL.",
                 )
             return IsNull(sub(node.this))
+        if isinstance(node, exp.Exists) or (
+            isinstance(node, exp.In) and node.args.get("query") is not None
+        ):
+            raise self.error(
+                f"{'EXISTS' if isinstance(node, exp.Exists) else 'IN (SELECT ...)'} is answered "
+                "only as a condition of WHERE joined to the others by AND.",
+                node,
+                clause=clause,
+                why="there it keeps or drops each row; inside OR, CASE or SELECT it would be a "
+                "value of its own.",
+                fix="write WHERE ... AND [NOT] EXISTS (SELECT ...), or list the values: IN ('a', 'b').",
+            )
         if isinstance(node, exp.In):
-            if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            if node.args.get("unnest") is not None:
                 raise self.error(
-                    "IN (subquery) is not supported.",
+                    "IN UNNEST is not supported.",
                     node,
                     clause=clause,
                     fix="list the values: IN ('a', 'b').",
@@ -248,10 +260,14 @@ class Converter:
             return aggregate(node, clause)
         if isinstance(node, exp.Subquery | exp.Select):
             raise self.error(
-                "subqueries are not supported here.",
+                "a subquery as a value is not supported.",
                 node,
                 clause=clause,
-                fix="use subqueries only in FROM (or a WITH clause).",
+                why="a value computed from private rows (an average, a total) is an aggregate that "
+                "has to be released, with its own noise, before a query can use it.",
+                fix="release it with its own query and write its value as a constant; subqueries "
+                "are answered in FROM (or WITH), and as [NOT] EXISTS / IN (SELECT ...) in WHERE.",
+                privacy=True,
             )
         if isinstance(node, exp.Cast | exp.TryCast) and aggregate is not None:
             converted = sub(node.this)

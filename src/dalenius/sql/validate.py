@@ -124,6 +124,7 @@ HANDLED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Not: _UNARY,
     exp.Neg: _UNARY,
     exp.In: frozenset({"this", "expressions", "query", "unnest"}),
+    exp.Exists: _UNARY,
     exp.Between: frozenset({"this", "low", "high", "symmetric"}),
     exp.Like: frozenset({"this", "expression", "negate"}),
     exp.ILike: frozenset({"this", "expression", "negate"}),

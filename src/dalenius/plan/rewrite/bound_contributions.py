@@ -22,6 +22,7 @@ from dalenius.plan.nodes import (
     Query,
     Relation,
     Scan,
+    SemiJoin,
     UnitAggregate,
 )
 from dalenius.plan.rewrite.context import Context, Plan
@@ -60,7 +61,8 @@ def _row_multiplicity(relation: Relation) -> int:
     match relation:
         case Scan():
             return 1
-        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c) | SemiJoin(child=c):
+            # A semi-join keeps or drops each row; it never repeats one.
             return _row_multiplicity(c)
         case Join(left=left, multiplicity=m, kind=kind):
             return _row_multiplicity(left) * max(m, 1 if kind == "left" else m)

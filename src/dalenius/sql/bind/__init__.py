@@ -7,11 +7,13 @@ what turns one plan into another is a rule of :mod:`dalenius.plan.rewrite`, whic
 Everything here happens before any data is read, so every refusal is independent of the data and
 costs nothing; each names the clause, says why, and proposes a rewrite. What is accepted:
 
-* ``FROM`` a private table, optionally joined to public tables (on one equality) or to another
+* ``FROM`` a private table, optionally joined to public tables (on one equality each, in any
+  written order of inner joins) or to another
   private table on the privacy unit; subqueries and ``WITH`` in ``FROM`` that keep each row's link
   to its unit (filters, derived columns), or aggregate per unit (``GROUP BY pid``), whose results
   the outer query aggregates again.
-* ``WHERE`` on any columns; ``GROUP BY`` columns or expressions — with public keys (declared, or
+* ``WHERE`` on any columns, with ``[NOT] EXISTS`` / ``[NOT] IN (SELECT ...)`` joined by AND over
+  public tables, or over private ones correlated on the privacy unit (a semi-join); ``GROUP BY`` columns or expressions — with public keys (declared, or
   derived from public bounds and key lists) every key is answered, otherwise groups are selected
   privately (which needs δ > 0).
 * Aggregates (see :data:`dalenius.sql.aggregates.SUPPORTED`) over expressions whose bounds can be

@@ -17,7 +17,7 @@ from dalenius.core.catalog import Table
 from dalenius.core.errors import QueryError
 from dalenius.core.unit import IdUnit
 from dalenius.plan.derive import FieldInfo, bounds_of, keys_of, per_unit_bounds, type_of
-from dalenius.plan.expr import Col, Expr
+from dalenius.plan.expr import BinOp, Col, Expr, columns
 from dalenius.plan.nodes import (
     AggCall,
     Field,
@@ -26,6 +26,7 @@ from dalenius.plan.nodes import (
     Project,
     Relation,
     Scan,
+    SemiJoin,
     UnitAggregate,
     UnitSpec,
     with_fields,
@@ -81,8 +82,17 @@ class _Relations(_Aggregates):
             for join in joins:
                 source = self.join(source, join, ctes, lifted)
         where = tree.args.get("where")
+        parts = _and_parts(where.this) if where is not None else []
+        tests = [p for p in parts if _subquery_test(p)]
+        for test in tests:
+            source = self.semi_join(source, test, ctes)
+        rest = [p for p in parts if not any(p is t for t in tests)]
+        if tests:
+            parts = [_all_of(rest)] if rest else []
+        else:
+            parts = [where.this] if where is not None else []
         # An inner join's other ON conditions filter the joined rows, as WHERE does.
-        conditions = [*lifted, *([where.this] if where is not None else [])]
+        conditions = [*lifted, *parts]
         for condition in conditions:
             converter = self.converter(source)
             predicate = converter.convert(condition, "WHERE")
@@ -323,6 +333,10 @@ class _Relations(_Aggregates):
             )
         if left.private and right.private:
             return self.on_unit(left, right, left_key, right_key, join_kind, join)
+        if not left.private and not right.private and self.lookup_depth:
+            # Inside EXISTS / IN: public rows only decide which rows are kept, never counted.
+            relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
+            return _Source(relation, both.fields, None, both.tables)
         if not left.private and not right.private:
             raise self.error(
                 "joining two public tables is not supported here.",
@@ -414,6 +428,14 @@ class _Relations(_Aggregates):
         rights = [self.source(j.this, ctes) for j in joins]
         sources = [first, *rights]
         start = next((i for i, s in enumerate(sources) if s.private), None)
+        if start is None and self.lookup_depth:
+            source = first
+            for join, right in zip(joins, rights, strict=True):
+                both = _Source(source.relation, source.fields + right.fields, None)
+                lk, rk, extra = self.join_keys(join, source, right, both)
+                lifted.extend(extra)
+                source = self.combine(source, right, lk, rk, "inner", join)
+            return source
         if start is None:
             raise self.public_only(
                 _Source(first.relation, [], None, [t for s in sources for t in s.tables]), joins[0]
@@ -598,6 +620,236 @@ class _Relations(_Aggregates):
             return self.lookup(source.fields, node.table or None, node.name, node, clause).id
 
         return Converter(self.error, infos, resolve)
+
+    # -- EXISTS / IN (SELECT ...) in WHERE --------------------------------------------------------
+
+    lookup_depth = 0
+    """How many EXISTS / IN subqueries enclose the FROM being bound (public joins allowed there)."""
+
+    def semi_join(self, outer: _Source, node: exp.Expr, ctes: dict[str, exp.Select]) -> _Source:
+        """``outer`` filtered by ``[NOT] EXISTS (SELECT ...)`` or ``x [NOT] IN (SELECT c ...)``.
+
+        The subquery's conditions that read ``outer``'s columns (correlated) decide, per row of
+        ``outer``, whether a matching row exists; the others filter the subquery's rows first.
+        Admitted where a row's fate depends on that row and public data (the subquery reads
+        public tables only), or on rows of the row's own privacy unit (a private subquery
+        correlated by ``inner.unit = outer.unit``): removing one unit then leaves every other
+        unit's rows as they were, so the sensitivity is ``outer``'s. Anything else is refused.
+        """
+        negated, test = _unwrapped(node)
+        select = test.this if isinstance(test, exp.Exists) else test.args["query"].this
+        self.subquery_shape(select, test)
+        self.lookup_depth += 1
+        try:
+            bare = select.copy()
+            bare.set("where", None)
+            inner = self.from_clause(bare, ctes)
+            where = select.args.get("where")
+            local, correlated, nodes = self.split_correlated(
+                inner, outer, _and_parts(where.this) if where is not None else [], ctes
+            )
+        finally:
+            self.lookup_depth -= 1
+        if local:
+            inner.relation = Filter(inner.relation, _conjunction(local))
+        operand, column = self.in_column(test, select, inner, outer)
+        # pid IN (SELECT pid ...) is the correlation pid = pid, written as IN.
+        keys = [BinOp("=", operand, Col(column))] if operand is not None and column else []
+        on_unit = self.correlated_on_unit(outer, inner, [*correlated, *keys], test, nodes)
+        relation = SemiJoin(
+            outer.relation,
+            inner.relation,
+            _conjunction(correlated) if correlated else None,
+            negated,
+            operand,
+            column,
+            on_unit,
+        )
+        return _Source(relation, outer.fields, outer.unit, outer.tables + inner.tables)
+
+    def subquery_shape(self, select: exp.Expr, test: exp.Expr) -> None:
+        """Refuse a subquery of EXISTS / IN that aggregates, sorts, limits or is not a SELECT."""
+        if not isinstance(select, exp.Select):
+            raise self.error(
+                "EXISTS and IN take a SELECT here.", test, clause="WHERE", fix="write (SELECT ...)."
+            )
+        if not (select.args.get("from_") or select.args.get("from")):
+            raise self.error(
+                "the subquery reads no table.",
+                test,
+                clause="WHERE",
+                fix="list the values, IN (1, 2), or read a table: IN (SELECT c FROM t).",
+            )
+        for key, clause in (
+            ("group", "GROUP BY"),
+            ("having", "HAVING"),
+            ("order", "ORDER BY"),
+            ("limit", "LIMIT"),
+            ("offset", "OFFSET"),
+            ("distinct", "DISTINCT"),
+            ("with_", "WITH"),
+        ):
+            if select.args.get(key):
+                raise self.error(
+                    f"{clause} is not supported in an EXISTS or IN subquery.",
+                    select.args[key],
+                    clause="WHERE",
+                    why="the subquery only says whether a matching row exists; grouped, sorted "
+                    "or limited rows would make that depend on other rows.",
+                    fix=f"remove {clause} from the subquery.",
+                    privacy=key in ("group", "having"),
+                )
+        if any(
+            aggregates.recognise(n) is not None
+            for item in select.expressions
+            for n in item.walk()
+            if isinstance(n, exp.Expr)
+        ):
+            raise self.error(
+                "an EXISTS or IN subquery cannot select an aggregate.",
+                select,
+                clause="WHERE",
+                why="an aggregate over private rows is a value that has to be released first "
+                "(EXISTS (SELECT COUNT(*) ...) is also always true).",
+                fix="release the aggregate with its own query and write its value as a constant.",
+                privacy=True,
+            )
+
+    def split_correlated(
+        self,
+        inner: _Source,
+        outer: _Source,
+        parts: list[exp.Expr],
+        ctes: dict[str, exp.Select],
+    ) -> tuple[list[Expr], list[Expr], list[exp.Expr]]:
+        """The subquery's WHERE, split at AND: the parts reading only its own rows, and those
+        reading ``outer``'s (with their SQL nodes). A name is looked up in the subquery's tables
+        first, then in ``outer``'s, as SQL scopes it. A nested EXISTS / IN filters the
+        subquery's rows, correlated with them alone.
+        """
+        local: list[Expr] = []
+        correlated: list[Expr] = []
+        nodes: list[exp.Expr] = []
+        own = {f.id for f in inner.fields}
+        infos = {f.id: _info(f) for f in [*inner.fields, *outer.fields]}
+
+        def resolve(node: exp.Column, clause: str) -> str:
+            try:
+                return self.lookup(inner.fields, node.table or None, node.name, node, clause).id
+            except QueryError as missing:
+                # Not the subquery's: the outer query's, or the subquery's error stands.
+                try:
+                    return self.lookup(outer.fields, node.table or None, node.name, node, clause).id
+                except QueryError:
+                    raise missing from None
+
+        converter = Converter(self.error, infos, resolve)
+        for part in parts:
+            if _subquery_test(part):
+                inner.relation = self.semi_join(inner, part, ctes).relation
+                continue
+            predicate = converter.convert(part, "WHERE")
+            if converter.type_of(predicate, node=part, clause="WHERE") not in ("bool", "null"):
+                raise self.error(
+                    "the condition is not true/false.",
+                    part,
+                    clause="WHERE",
+                    fix="compare it with something, e.g. WHERE age >= 40",
+                )
+            if columns(predicate) <= own:
+                local.append(predicate)
+            else:
+                correlated.append(predicate)
+                nodes.append(part)
+        return local, correlated, nodes
+
+    def in_column(
+        self, test: exp.Expr, select: exp.Select, inner: _Source, outer: _Source
+    ) -> tuple[Expr | None, str | None]:
+        """For ``x IN (SELECT c ...)``: ``x`` over ``outer`` and the field of ``c`` (one column,
+        of ``x``'s type); for EXISTS, nothing (its select list only says that a row exists).
+        """
+        items = select.expressions
+        if isinstance(test, exp.Exists):
+            for item in items:
+                if not isinstance(item, exp.Star | exp.Column | exp.Literal | exp.Alias):
+                    raise self.error(
+                        "EXISTS selects *, a constant or columns here.",
+                        item,
+                        clause="WHERE",
+                        fix="write EXISTS (SELECT * FROM ...).",
+                    )
+            return None, None
+        item = items[0] if len(items) == 1 else None
+        node = item.this if isinstance(item, exp.Alias) else item
+        if not isinstance(node, exp.Column):
+            raise self.error(
+                "IN (SELECT ...) selects one column here.",
+                select,
+                clause="WHERE",
+                fix="write x IN (SELECT column FROM ...).",
+            )
+        field = self.lookup(inner.fields, node.table or None, node.name, node, "WHERE")
+        operand = self.converter(outer).convert(test.this, "WHERE")
+        kind = self.converter(outer).type_of(operand, node=test.this, clause="WHERE")
+        if kind not in (field.type, "null"):
+            raise self.error(
+                f"IN compares a {kind} with a {field.type}.",
+                test,
+                clause="WHERE",
+                why="the engine would convert one side, which can fail on some rows.",
+                fix="compare values of the same type.",
+            )
+        return operand, field.id
+
+    def correlated_on_unit(
+        self,
+        outer: _Source,
+        inner: _Source,
+        correlated: list[Expr],
+        test: exp.Expr,
+        nodes: list[exp.Expr],
+    ) -> bool:
+        """Whether a private subquery is correlated on the privacy unit (refused otherwise);
+        ``False`` for a subquery of public tables, which needs no correlation.
+        """
+        if not inner.private:
+            return False
+        assert inner.unit is not None
+        pair = (
+            {inner.unit.field, outer.unit.field}
+            if outer.unit is not None and outer.unit.kind == "id" and inner.unit.kind == "id"
+            else None
+        )
+        if pair is not None and any(
+            isinstance(c, BinOp)
+            and c.op == "="
+            and isinstance(c.left, Col)
+            and isinstance(c.right, Col)
+            and {c.left.name, c.right.name} == pair
+            for c in correlated
+        ):
+            return True
+        inner_unit = next((f.name for f in inner.fields if f.id == inner.unit.field), None)
+        outer_unit = next(
+            (f.name for f in outer.fields if outer.unit and f.id == outer.unit.field), None
+        )
+        kind = "EXISTS" if isinstance(test, exp.Exists) else "IN"
+        raise self.error(
+            f"an {kind} subquery over a private table must be correlated on the privacy unit.",
+            nodes[0] if nodes else test,
+            clause="WHERE",
+            why="whether a row is kept would then depend on rows of other people, so removing "
+            "one person could change the answer for many.",
+            fix=(
+                f"add AND {inner_unit} = {outer_unit} to the subquery's WHERE (rows of the same "
+                "person), or read a public table in it."
+                if inner_unit and outer_unit
+                else "read a public table in the subquery, or join the private table on the "
+                "privacy unit instead."
+            ),
+            privacy=True,
+        )
 
     # -- subqueries -----------------------------------------------------------------------------
 
@@ -861,6 +1113,44 @@ class _Relations(_Aggregates):
             predicate = self.converter(source).convert(having.this, "HAVING")
             source.relation = Filter(source.relation, predicate)
         return source
+
+
+def _and_parts(node: exp.Expr) -> list[exp.Expr]:
+    """The parts of a condition joined by AND (brackets around a part kept)."""
+    return list(node.flatten()) if isinstance(node, exp.And) else [node]
+
+
+def _all_of(parts: list[exp.Expr]) -> exp.Expr:
+    """The SQL conjunction of ``parts`` (one part: itself)."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = exp.And(this=out, expression=part)
+    return out
+
+
+def _conjunction(parts: list[Expr]) -> Expr:
+    """The plan conjunction of ``parts`` (one part: itself)."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = BinOp("AND", out, part)
+    return out
+
+
+def _unwrapped(node: exp.Expr) -> tuple[bool, exp.Expr]:
+    """``[NOT] EXISTS`` / ``[NOT] IN (SELECT ...)`` without its NOTs and brackets: (negated, test)."""
+    negated = False
+    while isinstance(node, exp.Not | exp.Paren):
+        negated ^= isinstance(node, exp.Not)
+        node = node.this
+    return negated, node
+
+
+def _subquery_test(node: exp.Expr) -> bool:
+    """Whether ``node`` is ``[NOT] EXISTS (...)`` or ``x [NOT] IN (SELECT ...)``."""
+    _, test = _unwrapped(node)
+    return isinstance(test, exp.Exists) or (
+        isinstance(test, exp.In) and test.args.get("query") is not None
+    )
 
 
 def _plain_inner(join: exp.Join) -> bool:

@@ -40,6 +40,7 @@ from dalenius.plan.nodes import (
     Project,
     Relation,
     Scan,
+    SemiJoin,
     UnitAggregate,
     output_fields,
 )
@@ -161,9 +162,37 @@ class Compiler:
                         copy=False,
                     )
                 )
+            case SemiJoin():
+                return self._semi_join(relation)
             case UnitAggregate():
                 return self._unit_aggregate(relation)
         raise AssertionError(f"unknown relation {relation!r}")
+
+    def _semi_join(self, relation: SemiJoin) -> exp.Select:
+        """``child`` kept where ``[NOT] EXISTS`` / ``[NOT] IN`` holds; the correlated condition
+        sits in the subquery's own WHERE (field ids are unique, so the outer ones resolve to
+        ``__s``), which every engine accepts, where a derived table could not see them.
+        """
+        inner = self.relation(relation.child)
+        right = self.relation(relation.right)
+        picked: exp.Expr = (
+            _col(relation.column) if relation.column is not None else exp.Literal.number(1)
+        )
+        sub = exp.select(picked).from_(right.subquery("__e", copy=False), copy=False)
+        if relation.condition is not None:
+            sub = sub.where(self.expression(relation.condition), copy=False)
+        test: exp.Expr
+        if relation.operand is not None:
+            test = exp.In(this=self.expression(relation.operand), query=sub.subquery(copy=False))
+        else:
+            test = exp.Exists(this=sub)
+        if relation.negated:
+            test = exp.Not(this=exp.Paren(this=test))
+        return (
+            exp.select(exp.Star())
+            .from_(inner.subquery("__s", copy=False), copy=False)
+            .where(test, copy=False)
+        )
 
     def _unit_aggregate(self, relation: UnitAggregate) -> exp.Select:
         """One row per unit (and key): the unit, its keys and its aggregates."""
