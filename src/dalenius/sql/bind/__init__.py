@@ -29,8 +29,10 @@ below it:
   options and the aggregate query (:func:`to_query`, :class:`Resolved`);
 * :mod:`~dalenius.sql.bind.outputs` — what one aggregate query releases: GROUP BY keys, the
   select list, HAVING and ORDER BY;
-* :mod:`~dalenius.sql.bind.relations` — what the query reads: FROM, joins, subqueries, ``WITH``
-  and per-unit subqueries;
+* :mod:`~dalenius.sql.bind.relations` — what the query reads: FROM, subqueries, ``WITH`` and
+  per-unit subqueries;
+* :mod:`~dalenius.sql.bind.semijoins` — ``[NOT] EXISTS`` / ``[NOT] IN (SELECT ...)`` in WHERE;
+* :mod:`~dalenius.sql.bind.joins` — the join shapes, name lookup and a source's converter;
 * :mod:`~dalenius.sql.bind.aggregates` — one aggregate call: its refusals and its argument's bounds;
 * :mod:`~dalenius.sql.bind.base` — what every floor shares: the SQL text, the catalog, located
   errors and the source under construction.
