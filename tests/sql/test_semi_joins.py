@@ -132,3 +132,15 @@ def test_an_unknown_name_in_the_subquery_is_named(pums: Session) -> None:
         pums.plan(
             "SELECT COUNT(*) FROM pums p WHERE EXISTS (SELECT * FROM visits v WHERE v.incme = 1)", 1
         )
+
+
+def test_the_where_still_narrows_public_keys_below_a_semi_join(pums: Session) -> None:
+    """The WHERE's filter sits below the EXISTS (so the engine decides it for fewer rows), and
+    its conditions still rule out the keys no row can have."""
+    query = to_query(
+        "SELECT sex, COUNT(*) FROM pums p WHERE sex = 1 AND EXISTS "
+        "(SELECT * FROM visits v WHERE v.pid = p.pid AND v.income > 100) GROUP BY sex",
+        pums.catalog,
+    ).query
+    assert isinstance(query.relation, SemiJoin) and isinstance(query.relation.child, Filter)
+    assert query.group_by[0].keys == (1,)

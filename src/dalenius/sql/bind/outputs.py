@@ -32,6 +32,7 @@ from dalenius.plan.nodes import (
     GroupKey,
     OrderItem,
     OutputColumn,
+    SemiJoin,
     agg_ref,
     key_ref,
 )
@@ -55,6 +56,8 @@ class _State:
         self.infos = {f.id: _info(f) for f in source.fields}
         # The WHERE every grouped row passed: keys it excludes form no group (derive.keys_of).
         top = source.relation
+        while isinstance(top, SemiJoin):  # EXISTS / IN sit above the WHERE's filter
+            top = top.child
         self.where = key_conditions(top.predicate if isinstance(top, Filter) else None, self.infos)
         self.keys: list[GroupKey] = []
         self.key_nodes: list[exp.Expr] = []
