@@ -85,16 +85,16 @@ def test_explain_shows_the_test_and_its_conditions(pums: Session) -> None:
     [
         (
             "SELECT COUNT(*) FROM pums p WHERE EXISTS (SELECT * FROM visits v WHERE v.income > 4e5)",
-            "add AND pid = pid",
+            "add AND v.pid = p.pid",
         ),
         (
             "SELECT COUNT(*) FROM pums p WHERE EXISTS "
             "(SELECT * FROM visits v WHERE v.income = p.income)",
-            "add AND pid = pid",
+            "add AND v.pid = p.pid",
         ),
         (
             "SELECT COUNT(*) FROM pums WHERE age IN (SELECT pid FROM visits)",
-            "add AND pid = pid",
+            "add AND visits.pid = pums.pid",
         ),
     ],
 )

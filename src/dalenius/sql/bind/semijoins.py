@@ -231,9 +231,16 @@ class _SemiJoins(_Joins):
             for c in correlated
         ):
             return True
-        inner_unit = next((f.name for f in inner.fields if f.id == inner.unit.field), None)
+        inner_unit = next(
+            (f"{f.qualifier}.{f.name}" for f in inner.fields if f.id == inner.unit.field), None
+        )
         outer_unit = next(
-            (f.name for f in outer.fields if outer.unit and f.id == outer.unit.field), None
+            (
+                f"{f.qualifier}.{f.name}"
+                for f in outer.fields
+                if outer.unit is not None and f.id == outer.unit.field
+            ),
+            None,
         )
         kind = "EXISTS" if isinstance(test, exp.Exists) else "IN"
         raise self.error(
