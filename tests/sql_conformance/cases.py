@@ -416,6 +416,14 @@ def handwritten() -> list[Answered]:
             },
         ),
         Answered(
+            "not-in-null-operand",
+            "adult",
+            "SELECT COUNT(*) FROM adult WHERE workclass NOT IN "
+            "(SELECT education FROM edu_levels WHERE years > 3)",
+            # A NULL workclass is NOT IN nothing: the test is NULL, and the row is dropped.
+            lambda _, f: {(): (int(f["adult"].workclass.notna().sum()),)},
+        ),
+        Answered(
             "not-exists-public-correlated",
             "adult",
             "SELECT a.sex, COUNT(*) FROM adult a WHERE a.age > 30 AND NOT EXISTS "
