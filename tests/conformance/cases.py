@@ -178,6 +178,12 @@ CASES: list[Case] = [
         "pums",
         name="exists-correlated-inequalities",
     ),
+    Case(
+        "SELECT COUNT(*), SUM(age) FROM pums p WHERE EXISTS (SELECT * FROM (SELECT pid, "
+        "SUM(income) AS s FROM visits GROUP BY pid) t WHERE t.pid = p.pid AND t.s > 30000)",
+        "pums",
+        name="exists-per-unit-subquery",
+    ),
     # Odd lines are read or skipped alike on every engine; none is an error.
     Case(
         "SELECT k, COUNT(*), COUNT(n), SUM(n), COUNT(note) FROM t GROUP BY k",

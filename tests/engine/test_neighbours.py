@@ -186,6 +186,20 @@ QUERIES = [
         None,
     ),
     (
+        "exists-per-unit-subquery",
+        "SELECT COUNT(*), SUM(amount) FROM people p WHERE EXISTS (SELECT * FROM "
+        "(SELECT pid, SUM(balance) AS b FROM accounts GROUP BY pid) t WHERE t.pid = p.pid "
+        "AND t.b > 0)",
+        None,
+    ),
+    (
+        "exists-over-per-unit",
+        "SELECT AVG(n), SUM(s) FROM (SELECT pid, COUNT(*) AS n, SUM(amount) AS s FROM people "
+        "GROUP BY pid) t WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.pid = t.pid "
+        "AND a.balance > 0)",
+        None,
+    ),
+    (
         "in-public",
         "SELECT COUNT(*), SUM(items) FROM people WHERE shop IN "
         "(SELECT shop FROM shops WHERE region = 'north')",

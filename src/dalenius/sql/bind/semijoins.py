@@ -219,7 +219,9 @@ class _SemiJoins(_Joins):
         assert inner.unit is not None
         pair = (
             {inner.unit.field, outer.unit.field}
-            if outer.unit is not None and outer.unit.kind == "id" and inner.unit.kind == "id"
+            # An id unit, or one row per unit from a per-unit subquery: either way each row's
+            # unit is its field's value, and a per-unit row is computed from that unit's rows.
+            if outer.unit is not None and outer.unit.kind != "row" and inner.unit.kind != "row"
             else None
         )
         if pair is not None and any(
