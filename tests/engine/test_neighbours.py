@@ -217,6 +217,14 @@ QUERIES = [
         None,
     ),
     (
+        # The third table joins on the second's unit column, equal to the first's after the
+        # inner join: a join on the unit (TPC-H's customer ⋈ orders ⋈ lineitem shape).
+        "join-private-chain-on-unit",
+        "SELECT p.day, COUNT(*), SUM(b.balance) FROM people p JOIN accounts a ON p.pid = a.pid "
+        "JOIN accounts b ON a.pid = b.pid GROUP BY p.day",
+        None,
+    ),
+    (
         "cte",
         "WITH t AS (SELECT pid, day, amount * 2 AS a2 FROM people WHERE items > 0) SELECT day, AVG(a2) FROM t GROUP BY day",
         None,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dalenius.core.catalog import Catalog, load_catalog
-from dalenius.core.errors import PrivacyRefusal, QueryError
+from dalenius.core.errors import PrivacyRefusal, PublicAnswer, QueryError
 from dalenius.core.loss import ApproxDP
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
@@ -83,10 +83,15 @@ def test_top_is_refused_with_limit_as_the_fix(adult: Catalog, sql: str, count: s
 def test_group_by_without_an_aggregate_over_public_keys_lists_them_for_free(
     adult: Catalog,
 ) -> None:
-    with pytest.raises(QueryError) as err:
+    with pytest.raises(PublicAnswer) as answer:
         to_query("SELECT sex FROM adult GROUP BY sex", adult)
+    assert answer.value.rows == (("Female",), ("Male",), ("Unknown",))
+    assert answer.value.columns == ("sex",) and answer.value.types == ("str",)
+    assert "COUNT(*)" in (answer.value.fix or "")
+    with pytest.raises(QueryError) as err:  # with HAVING: refused, the keys in the message
+        to_query("SELECT sex FROM adult GROUP BY sex HAVING sex <> 'Male'", adult)
+    assert not isinstance(err.value, PublicAnswer)
     assert "'Female', 'Male', 'Unknown'" in (err.value.why or "")
-    assert "COUNT(*)" in (err.value.fix or "")
     assert to_query("SELECT sex, COUNT(*) FROM adult GROUP BY sex", adult).query.aggregates
 
 

@@ -33,10 +33,20 @@ class _Source:
     fields: list[Field]
     unit: UnitSpec | None  # None: public
     tables: list[Table] = field(default_factory=list)
+    also_unit: frozenset[str] = frozenset()
+    """Other field ids an inner join on the unit made equal to it (``o.custkey`` after
+    ``l.custkey = o.custkey``): a later join on one of them is a join on the unit."""
 
     @property
     def private(self) -> bool:
         return self.unit is not None
+
+    @property
+    def unit_fields(self) -> frozenset[str]:
+        """The unit's field and every field an inner join made equal to it."""
+        if self.unit is None or self.unit.field is None:
+            return self.also_unit
+        return self.also_unit | {self.unit.field}
 
 
 def _info(f: Field) -> FieldInfo:

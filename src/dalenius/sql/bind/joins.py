@@ -83,9 +83,13 @@ class _Joins(_Aggregates):
             nullable = [replace(f, nullable=True) for f in right.fields]
             right = _Source(
                 with_fields(right.relation, nullable), nullable, right.unit, right.tables
-            )
+            )  # and its unit's equal fields are dropped: they are NULL where nothing matched
         both = _Source(
-            left.relation, left.fields + right.fields, left.unit, left.tables + right.tables
+            left.relation,
+            left.fields + right.fields,
+            left.unit,
+            left.tables + right.tables,
+            also_unit=left.also_unit,
         )
         left_key, right_key, extra = self.join_keys(join, left, right, both)
         if extra and join_kind == "left":
@@ -197,7 +201,11 @@ class _Joins(_Aggregates):
             private.relation, public.relation, priv_key, pub_key, join_kind, multiplicity=-1
         )
         return _Source(
-            relation, private.fields + public.fields, private.unit, private.tables + public.tables
+            relation,
+            private.fields + public.fields,
+            private.unit,
+            private.tables + public.tables,
+            also_unit=private.also_unit,
         )
 
     def on_unit(
@@ -214,7 +222,8 @@ class _Joins(_Aggregates):
         if (
             left.unit.kind != "id"
             or right.unit.kind != "id"
-            or {left_key, right_key} != {left.unit.field, right.unit.field}
+            or left_key not in left.unit_fields
+            or right_key not in right.unit_fields
         ):
             raise self.error(
                 "two private tables can only be joined on their privacy unit.",
@@ -233,7 +242,16 @@ class _Joins(_Aggregates):
             description=f"{left.unit.description}, joined with {right.unit.description}",
         )
         relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
-        return _Source(relation, left.fields + right.fields, unit, left.tables + right.tables)
+        # After an inner join the right side's unit columns equal the unit on every joined row
+        # (a LEFT JOIN leaves them NULL where nothing matched, so they are not carried).
+        equal = (right.unit_fields | left.also_unit) if join_kind == "inner" else left.also_unit
+        return _Source(
+            relation,
+            left.fields + right.fields,
+            unit,
+            left.tables + right.tables,
+            also_unit=equal - {unit.field} if unit.field else equal,
+        )
 
     def rooted(
         self,
@@ -378,9 +396,9 @@ class _Joins(_Aggregates):
             )
         chosen = candidates[0]
         if left.private and right.private and left.unit is not None and right.unit is not None:
-            units = {left.unit.field, right.unit.field}
             for candidate in candidates:
-                if set(self._key_pair(candidate, left, both)) == units:
+                lk, rk = self._key_pair(candidate, left, both)
+                if lk in left.unit_fields and rk in right.unit_fields:
                     chosen = candidate
                     break
         lk, rk = self._key_pair(chosen, left, both)

@@ -66,7 +66,9 @@ class _SemiJoins(_Joins):
             column,
             on_unit,
         )
-        return _Source(relation, outer.fields, outer.unit, outer.tables + inner.tables)
+        return _Source(
+            relation, outer.fields, outer.unit, outer.tables + inner.tables, outer.also_unit
+        )
 
     def subquery_shape(self, select: exp.Expr, test: exp.Expr) -> None:
         """Refuse a subquery of EXISTS / IN that aggregates, sorts, limits or is not a SELECT."""
