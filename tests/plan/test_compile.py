@@ -191,3 +191,25 @@ def test_a_sum_whose_noise_would_pass_2_40_steps_is_summed_on_a_coarser_grid() -
     result = light.query(sql, epsilon=Fraction(1, 100))
     low, value, high = (result.to_pandas().iloc[0, i] for i in (1, 0, 2))
     assert low <= value <= high
+
+
+def test_a_sum_too_noisy_for_any_grid_is_refused_quickly() -> None:
+    """With an ε so small that even one step per row passes 2^40, coarsening stops at one step
+    per row and the plan is refused when its mechanism is built (a hostile input once looped)."""
+    import pandas as pd
+
+    import dalenius
+    from dalenius.core.catalog import Catalog
+    from dalenius.core.errors import ConfigurationError
+
+    frame = pd.DataFrame({"pid": [1, 2], "price": [1.0, 2.0]})
+    doc = {
+        "source": frame,
+        "privacy_unit": {"column": "pid", "max_rows": 1000},
+        "columns": {"pid": "int", "price": {"type": "float", "bounds": [0, 1e12]}},
+    }
+    session = dalenius.connect(
+        Catalog.from_dict({"tables": {"t": doc}}), ledger="memory:", budget=1
+    )
+    with pytest.raises(ConfigurationError, match="2\\*\\*40"):
+        session.plan("SELECT SUM(price) FROM t", epsilon=Fraction(1, 10**12))

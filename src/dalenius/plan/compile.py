@@ -515,7 +515,9 @@ def _coarsened(m: Measurement) -> Measurement:
     rows = m.sensitivity_units // m.row_units
     granularity = m.granularity
     row_units = m.row_units
-    while Fraction(row_units * rows) / m.epsilon > MAX_SCALE:
+    # At most log2(row_units) doublings: a row of one step cannot be coarsened further, and a
+    # scale still too large then is refused when the mechanism is built, as before.
+    while row_units > 1 and Fraction(row_units * rows) / m.epsilon > MAX_SCALE:
         granularity *= 2
         row_units = math.ceil(top / granularity)
     return replace(
