@@ -58,6 +58,12 @@ TABLES = ("customer", "orders", "lineitem", "nation", "region", "part", "supplie
 MKTSEGMENTS = ["AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY"]
 PRIORITIES = ["1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"]
 SHIPMODES = ["AIR", "FOB", "MAIL", "RAIL", "REG AIR", "SHIP", "TRUCK"]
+NATIONS = [
+    "ALGERIA", "ARGENTINA", "BRAZIL", "CANADA", "EGYPT", "ETHIOPIA", "FRANCE", "GERMANY", "INDIA",
+    "INDONESIA", "IRAN", "IRAQ", "JAPAN", "JORDAN", "KENYA", "MOROCCO", "MOZAMBIQUE", "PERU",
+    "CHINA", "ROMANIA", "SAUDI ARABIA", "VIETNAM", "RUSSIA", "UNITED KINGDOM", "UNITED STATES",
+]  # fmt: skip
+REGIONS = ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]
 INSTRUCTIONS = ["COLLECT COD", "DELIVER IN PERSON", "NONE", "TAKE BACK RETURN"]
 
 
@@ -75,8 +81,14 @@ def catalog_text(folder: Path, orders: int, lines: int) -> str:
 
     public = ""
     for name, columns in {
-        "nation": 'n_nationkey = "int"\nn_name = "str"\nn_regionkey = "int"\nn_comment = "str"',
-        "region": 'r_regionkey = "int"\nr_name = "str"\nr_comment = "str"',
+        "nation": (
+            f'n_nationkey = "int"\nn_name = {{ type = "str", keys = {keys(NATIONS)} }}\n'
+            'n_regionkey = "int"\nn_comment = "str"'
+        ),
+        "region": (
+            f'r_regionkey = "int"\nr_name = {{ type = "str", keys = {keys(REGIONS)} }}\n'
+            'r_comment = "str"'
+        ),
         "part": (
             'p_partkey = "int"\np_name = "str"\np_mfgr = "str"\np_brand = "str"\np_type = "str"\n'
             'p_size = "int"\np_container = "str"\np_retailprice = "float"\np_comment = "str"'
@@ -87,7 +99,7 @@ def catalog_text(folder: Path, orders: int, lines: int) -> str:
         ),
         "partsupp": (
             'ps_partkey = "int"\nps_suppkey = "int"\nps_availqty = "int"\n'
-            'ps_supplycost = "float"\nps_comment = "str"'
+            'ps_supplycost = { type = "float", bounds = [1, 1000] }\nps_comment = "str"'
         ),
     }.items():
         public += f"\n[tables.{name}]\nsource = {source(name)}\npublic = true\n\n"
@@ -211,7 +223,7 @@ QUERIES: dict[str, str] = {
         JOIN part ON p_partkey = l_partkey JOIN supplier ON s_suppkey = l_suppkey
         JOIN partsupp ON ps_suppkey = l_suppkey AND ps_partkey = l_partkey
         JOIN nation ON s_nationkey = n_nationkey WHERE p_name LIKE '%green%'
-        GROUP BY nation, o_year""",
+        GROUP BY n_name, o_year""",
     # The top-20 customers by lost revenue, as the lost revenue per nation.
     "Q10": f"""SELECT n_name, SUM({REVENUE}) AS revenue, COUNT(*) AS lines
         FROM lineitem JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey

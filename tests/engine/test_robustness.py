@@ -38,11 +38,13 @@ def test_huge_exact_values_are_clamped_not_an_overflow(tmp_path: Path) -> None:
 
 
 def test_an_uncalibratable_scale_is_refused_before_any_charge(tmp_path: Path) -> None:
+    # A sum's grid is coarsened until its noise fits 2^40 steps (compile._coarsened); at this ε
+    # not even one step per row does, so the plan is refused.
     s = session(
         tmp_path, "x\n1\n", 'x = { type = "int", bounds = [0, 4503599627370496] }\n', budget=1
     )
     with pytest.raises(ConfigurationError, match="noise scale"):
-        s.query("SELECT SUM(x) FROM t", epsilon="0.001")
+        s.query("SELECT SUM(x) FROM t", epsilon="1e-13")
     assert s.remaining() == PureDP(Fraction(1))
     assert [e.status for e in s.ledger.entries()] == []
 
