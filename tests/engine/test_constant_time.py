@@ -74,7 +74,7 @@ def with_deadlines(catalog: Catalog, **millis: float) -> None:
     write_deadlines(Deadlines(dict(millis), fingerprint), catalog.deadlines_path)
 
 
-PRODUCTS = ("hierarchy", "density", "synthetic", "bounds", "contributions")
+PRODUCTS = ("hierarchy", "density", "synthetic", "aim", "bounds", "contributions")
 """The release products' classes calibrated for a table with one keyed and one bounded column
 (whose unit is a column, so cap suggestions too)."""
 

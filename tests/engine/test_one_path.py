@@ -32,6 +32,7 @@ from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.plan.protocol import LossDefect
+from dalenius.releases.aim import AimPlan
 from dalenius.releases.bounds import BoundsPlan
 from dalenius.releases.contributions import ContributionsPlan
 from dalenius.releases.density import DensityPlan
@@ -100,6 +101,9 @@ RUNS: dict[str, Callable[[Session, float], Any]] = {
     "density": lambda s, eps: s.density("t", "x", bandwidth=2.0, epsilon=eps, delta=1e-6),
     "hierarchy": lambda s, eps: s.hierarchy("t", ["g", "h"], epsilon=eps),
     "synthetic": lambda s, eps: s.synthesize("t", ["g", "h", "x"], epsilon=eps, delta=1e-6),
+    "aim": lambda s, eps: s.synthesize(
+        "t", ["g", "h", "x"], epsilon=eps, delta=1e-6, method="aim", degree=3
+    ),
     "onthemap": lambda s, eps: s.onthemap(
         "t", origin="g", destination="h", epsilon=eps, per_destination=5
     ),
@@ -118,6 +122,7 @@ PLANS: dict[str, type] = {
     "density": DensityPlan,
     "hierarchy": HierarchyPlan,
     "synthetic": SynthPlan,
+    "aim": AimPlan,
     "onthemap": OnTheMapPlan,
     "perturbation": PerturbationPlan,
     "bounds": BoundsPlan,

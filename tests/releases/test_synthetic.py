@@ -17,12 +17,10 @@ from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ApproxDP
 from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.releases.synth_table import Contingency, em_epsilon, marginal
 from dalenius.releases.synthetic import (
-    Contingency,
     Measurements,
     SynthRequest,
-    _em_epsilon,
-    _marginal,
     fit_tree,
     plan_synthetic,
     workload_error,
@@ -89,12 +87,12 @@ def test_removing_one_person_moves_every_marginal_by_at_most_the_row_cap(tmp_pat
         (tmp_path / "n").mkdir(exist_ok=True)
         other = contingency(write(tmp_path / "n", frame[frame.pid != pid]), plan)
         for axes in ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2)):
-            assert int(np.abs(_marginal(base, axes) - _marginal(other, axes)).sum()) <= 2
+            assert int(np.abs(marginal(base, axes) - marginal(other, axes)).sum()) <= 2
 
 
 def test_the_exponential_mechanism_rounds_fit_the_selection_budget() -> None:
     for rho, rounds in ((Fraction(1, 3), 11), (Fraction(1, 100), 3)):
-        eps = _em_epsilon(rho, rounds)
+        eps = em_epsilon(rho, rounds)
         assert rounds * eps * eps / 8 <= rho
         assert rounds * (eps * Fraction(1001, 1000)) ** 2 / 8 > rho
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from tests.server.helpers import Site
 
@@ -165,31 +166,57 @@ def test_a_release_is_fetched_again_by_id_for_free(site: Site) -> None:
     assert 400 <= missing.status_code < 500 and "no released entry" in missing.text
 
 
+SYNTHESIZE = {
+    "table": "people",
+    "columns": ["sex", "education", "age"],
+    "bins": 5,
+    "rows": 500,
+    "epsilon": "1",
+    "delta": "1e-6",
+}
+
+
+@pytest.mark.parametrize("method", [{}, {"method": "aim", "degree": 3}])
 def test_synthetic_rows_are_released_through_the_gateway_and_fetched_again(
-    demo_catalog: Path,
+    demo_catalog: Path, method: dict[str, object]
 ) -> None:
     budget = ApproxDP(Fraction(2), Fraction(1, 10**5))
     gateway, client, token = approx_gateway(demo_catalog, budget)
     try:
         headers = {"Authorization": f"Bearer {token}"}
-        body = {
-            "table": "people",
-            "columns": ["sex", "education", "age"],
-            "bins": 5,
-            "rows": 500,
-            "epsilon": "1",
-            "delta": "1e-6",
-        }
+        body = {**SYNTHESIZE, **method}
         first = client.post("/v1/datasets/census/synthesize", json=body, headers=headers)
         assert first.status_code == 200, first.text
         doc = first.json()
+        assert doc["method"] == method.get("method", "mst")
         assert doc["rows"] == 500 and len(doc["data"]["age"]) == 500
         assert set(doc["data"]["sex"]) <= {"Female", "Male"}
+        assert all(1 <= len(kept) <= 3 for kept in doc["edges"])
         again = client.get(f"/v1/datasets/census/releases/{doc['entry_id']}", headers=headers)
         assert again.status_code == 200 and again.json()["data"] == doc["data"]
+        assert again.json()["method"] == doc["method"]
         assert gateway.ledger.remaining("alice", "census") == ApproxDP(
             Fraction(1), Fraction(1, 10**5) - Fraction(1, 10**6)
         )
+    finally:
+        gateway.close()
+
+
+def test_a_bad_choice_of_synthesizer_is_refused_for_free(demo_catalog: Path) -> None:
+    budget = ApproxDP(Fraction(2), Fraction(1, 10**5))
+    gateway, client, token = approx_gateway(demo_catalog, budget)
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        for bad in ({"method": "aim", "degree": 4}, {"method": "privbayes"}):
+            body = {**SYNTHESIZE, **bad}
+            refused = client.post("/v1/datasets/census/synthesize", json=body, headers=headers)
+            assert refused.status_code == 400, refused.text
+            assert f"body.{list(bad)[-1]}" in refused.text
+        body = {**SYNTHESIZE, "method": "mst", "degree": 3}
+        refused = client.post("/v1/datasets/census/synthesize", json=body, headers=headers)
+        assert refused.status_code == 400 and "degree is AIM's workload" in refused.text
+        assert gateway.ledger.remaining("alice", "census") == budget
+        assert not gateway.ledger.entries()
     finally:
         gateway.close()
 

@@ -53,7 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "synthesize": (
         "synth_cmd",
-        "release synthetic microdata of a table (MST: 1-way and 2-way marginals, tree model)",
+        "release synthetic microdata of a table (MST or AIM: noisy marginals, a model of them)",
     ),
     "perturb": (
         "perturb_cmd",

@@ -1,5 +1,6 @@
-"""``dalenius synthesize``: release synthetic rows of a table with MST, or synthetic
-origin–destination rows with OnTheMap's Multinomial–Dirichlet synthesizer (``--method onthemap``).
+"""``dalenius synthesize``: release synthetic rows of a table with MST or AIM (``--method aim``),
+or synthetic origin–destination rows with OnTheMap's Multinomial–Dirichlet synthesizer
+(``--method onthemap``).
 """
 
 from __future__ import annotations
@@ -29,13 +30,18 @@ def register(sub: Any) -> None:
     """
     parser = sub.add_parser(
         "synthesize",
-        help="release synthetic microdata of a table (MST: 1-way and 2-way marginals, tree model)",
+        help="release synthetic microdata of a table (MST or AIM: noisy marginals, a model of them)",
         description=(
-            "Release synthetic rows whose 1-way and selected 2-way statistics follow the table's, "
+            "Release synthetic rows whose 1-way and selected 2- or 3-way statistics follow the table's, "
             "with (ε, δ) or zCDP; numeric columns are binned over their public bounds. The same "
             "request gives back the same rows at no cost. Example:\n"
             "  dalenius synthesize --catalog adult.toml --table adult --epsilon 1 --delta 1e-9 "
             "--out adult-synthetic.parquet\n"
+            "With --method aim, AIM chooses round by round the marginals its model fits worst "
+            "among every --degree-way marginal (2 or 3), measures them and adapts its noise. "
+            "Example:\n"
+            "  dalenius synthesize --method aim --degree 3 --catalog adult.toml --table adult "
+            "--epsilon 1 --delta 1e-9 --out adult-aim.parquet\n"
             "With --method onthemap, one origin–destination table (both columns with public keys): "
             "each destination's noisy size, then synthetic origins drawn from the posterior under "
             "a Dirichlet prior (pure ε). Example:\n"
@@ -55,9 +61,17 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--method",
-        choices=("mst", "onthemap"),
+        choices=("mst", "aim", "onthemap"),
         default="mst",
-        help="mst (default): every column; onthemap: one origin–destination table",
+        help="mst (default): a private tree of pairs; aim: workload-adaptive marginals; "
+        "onthemap: one origin–destination table",
+    )
+    parser.add_argument(
+        "--degree",
+        type=int,
+        choices=(2, 3),
+        default=None,
+        help="aim: the workload, every 2-way (default) or 3-way marginal of the columns",
     )
     parser.add_argument("--origin", default=None, help="onthemap: the origin column (public keys)")
     parser.add_argument(
@@ -111,6 +125,8 @@ def run_synthesize(args: argparse.Namespace) -> int:
                 bins=args.bins,
                 rows=args.rows,
                 where=args.where,
+                method=args.method,
+                degree=args.degree,
             )
     write_frame(result.to_pandas(), out, as_text=True)
     if args.json:
@@ -127,9 +143,10 @@ def _onthemap(session: Session, args: argparse.Namespace) -> OnTheMapResult:
             "--method onthemap needs --origin and --destination.",
             fix="name the two columns, e.g. --origin home --destination work.",
         )
-    if args.column or args.delta or args.rho:
+    if args.column or args.delta or args.rho or args.degree:
         raise ConfigurationError(
-            "--column, --delta and --rho belong to MST; the OnTheMap synthesizer is pure ε.",
+            "--column, --delta, --rho and --degree belong to MST and AIM; the OnTheMap "
+            "synthesizer is pure ε.",
             fix="use --origin, --destination and --epsilon (with --prior or --per-destination).",
         )
     return session.onthemap(

@@ -49,6 +49,7 @@ PLAN_CLASSES = (
     "density",
     "hierarchy",
     "synthetic",
+    "aim",
     "onthemap",
     "perturbation",
     "bounds",

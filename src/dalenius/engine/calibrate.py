@@ -133,9 +133,9 @@ def product_queries(
 ) -> list[ClassQuery]:
     """One demanding request per release product the table allows (each its own plan class):
     a hierarchy over its first two keyed columns, flows between them, a density of its first
-    bounded column, synthetic rows of its keyed and bounded columns, private bounds of its first
-    numeric column, cap suggestions when its unit is a column, and, when its unit holds one row,
-    record perturbation of every bounded and keyed column.
+    bounded column, synthetic rows of its keyed and bounded columns (MST, and AIM), private bounds
+    of its first numeric column, cap suggestions when its unit is a column, and, when its unit holds
+    one row, record perturbation of every bounded and keyed column.
     """
     name = table.name
     out: list[ClassQuery] = []
@@ -179,6 +179,13 @@ def product_queries(
                 "synthetic",
                 f"SYNTHETIC({', '.join(columns)}) FROM {name}",
                 release=lambda s: s.synthesize(name, columns, epsilon=1, delta=1e-6),
+            )
+        )
+        out.append(
+            ClassQuery(
+                "aim",
+                f"SYNTHETIC({', '.join(columns)}) FROM {name} WITH AIM(2)",
+                release=lambda s: s.synthesize(name, columns, epsilon=1, delta=1e-6, method="aim"),
             )
         )
     numeric = [c.name for c in table.columns if c.is_numeric and not _is_unit(table, c)]

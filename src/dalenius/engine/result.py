@@ -18,7 +18,7 @@ from dalenius.releases.density import DensityRelease
 from dalenius.releases.hierarchy import HierarchyRelease
 from dalenius.releases.onthemap import OnTheMapRelease
 from dalenius.releases.perturbation import PerturbationRelease
-from dalenius.releases.synthetic import SyntheticRelease
+from dalenius.releases.synth_table import SyntheticRelease
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -436,8 +436,8 @@ class SyntheticResult(ReleaseResult[SyntheticRelease]):
     """Released synthetic rows, the loss spent and the budget left.
 
     Attributes:
-        release: the rows and the tree of column pairs the model keeps
-            (:class:`~dalenius.releases.synthetic.SyntheticRelease`).
+        release: the rows and the column sets the model keeps — MST's tree of pairs, AIM's
+            cliques (:class:`~dalenius.releases.synth_table.SyntheticRelease`).
 
     The loss, the budget left, ``cached`` (the same rows) and ``entry_id`` are
     :class:`ReleaseResult`'s.
@@ -446,6 +446,7 @@ class SyntheticResult(ReleaseResult[SyntheticRelease]):
     def to_dict(self) -> dict[str, Any]:
         """A summary for JSON output (the rows themselves go to a file)."""
         return {
+            "method": self.release.method,
             "columns": list(self.release.columns),
             "rows": self.release.rows,
             "edges": [list(e) for e in self.release.edges],
@@ -454,10 +455,11 @@ class SyntheticResult(ReleaseResult[SyntheticRelease]):
 
     def __str__(self) -> str:
         r = self.release
-        pairs = ", ".join(f"{a}–{b}" for a, b in r.edges)
+        sets = ", ".join("–".join(e) for e in r.edges)
+        kept = "Cliques of the model" if r.method == "aim" else "Pairs kept"
         return (
-            f"Synthetic {len(r.columns)}-column table, {r.rows} rows. Pairs kept: {pairs}.\n"
-            + self.footer(_SAME_ROWS)
+            f"Synthetic {len(r.columns)}-column table ({r.method.upper()}), {r.rows} rows. "
+            f"{kept}: {sets}.\n" + self.footer(_SAME_ROWS)
         )
 
 

@@ -112,6 +112,7 @@ from dalenius.plan.protocol import (
     within,
 )
 from dalenius.plan.rewrite import Context, rewrite, unmeasured
+from dalenius.releases.aim import AimPlan, AimRequest, plan_aim
 from dalenius.releases.bounds import BoundsPlan
 from dalenius.releases.continual import SeriesRequest
 from dalenius.releases.continual_series import plan_series_step
@@ -949,26 +950,43 @@ class Session:
         bins: int = 10,
         rows: int | None = None,
         where: str | None = None,
+        method: str = "mst",
+        degree: int | None = None,
         idempotency_key: str | None = None,
     ) -> SyntheticResult:
-        """Release synthetic rows of ``table`` with MST (every column with public keys or bounds
-        by default; numeric columns in ``bins`` bins). Needs ``epsilon`` and ``delta``, or
-        ``rho``. The same request gives back the same rows at no cost. See
-        ``docs/releases/synthetic.md``.
+        """Release synthetic rows of ``table`` (every column with public keys or bounds by
+        default; numeric columns in ``bins`` bins). Needs ``epsilon`` and ``delta``, or ``rho``.
+
+        ``method="mst"`` (the default) measures the 1-way marginals and a private tree of 2-way
+        marginals; ``method="aim"`` chooses, round after round, the marginals its model fits
+        worst among the workload's — every ``degree``-way marginal (2 by default, or 3). The
+        same request gives back the same rows at no cost. See ``docs/releases/synthetic.md``.
         """
 
-        def build(catalog: Catalog) -> SynthPlan:
-            request = SynthRequest(
-                table=table,
-                columns=tuple(columns) if columns is not None else None,
-                bins=bins,
-                rows=rows,
-                where=where,
-            )
+        def build(catalog: Catalog) -> SynthPlan | AimPlan:
             eps, dlt, rh = _loss_arguments(epsilon, delta, rho)
-            return plan_synthetic(catalog, request, epsilon=eps, delta=dlt, rho=rh)
+            chosen = tuple(columns) if columns is not None else None
+            if method == "aim":
+                request = AimRequest(
+                    table, chosen, bins, rows, where, 2 if degree is None else degree
+                )
+                return plan_aim(catalog, request, epsilon=eps, delta=dlt, rho=rh)
+            if method != "mst":
+                raise QueryError(
+                    f"method must be 'mst' or 'aim', got {method!r}.",
+                    fix="pass method='mst' (a private tree of pairs) or method='aim' (workload-"
+                    "adaptive).",
+                )
+            if degree is not None:
+                raise QueryError(
+                    "degree is AIM's workload; MST has none.",
+                    fix="pass method='aim' with degree, or leave degree out.",
+                )
+            plain = SynthRequest(table, chosen, bins, rows, where)
+            return plan_synthetic(catalog, plain, epsilon=eps, delta=dlt, rho=rh)
 
-        text = f"SYNTHETIC({', '.join(columns or ['*'])}) FROM {table}"
+        using = f" WITH AIM({2 if degree is None else degree})" if method == "aim" else ""
+        text = f"SYNTHETIC({', '.join(columns or ['*'])}) FROM {table}{using}"
         result = self.spend(build, text=text, idempotency_key=idempotency_key)
         return cast(SyntheticResult, result)
 

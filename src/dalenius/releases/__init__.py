@@ -10,6 +10,9 @@ the plan through the data gate and records it in the ledger like any query.
   least squares, then non-negative integers that add up, as in the Census TopDown algorithm).
 * :mod:`~dalenius.releases.synthetic`: synthetic microdata with MST (noisy 1- and 2-way marginals
   on a privately chosen tree, a tree model, rows sampled from it).
+* :mod:`~dalenius.releases.aim`: synthetic microdata with AIM (the marginals a workload needs,
+  chosen round by round where the model is worst, on a decomposable model:
+  :mod:`~dalenius.releases.junction`).
 * :mod:`~dalenius.releases.onthemap`: synthetic origin–destination rows with OnTheMap's
   Multinomial–Dirichlet synthesizer (Machanavajjhala et al. 2008).
 * :mod:`~dalenius.releases.perturbation`: every row of a table with each value perturbed (record
@@ -18,6 +21,7 @@ the plan through the data gate and records it in the ledger like any query.
   close under one lifetime loss (the binary-tree mechanism with Honaker's combination).
 """
 
+from dalenius.releases.aim import AimPlan, AimRequest, plan_aim
 from dalenius.releases.continual import (
     ContinualPlan,
     SeriesRequest,
@@ -47,6 +51,8 @@ from dalenius.releases.perturbation import (
 from dalenius.releases.synthetic import SyntheticRelease, SynthPlan, SynthRequest, plan_synthetic
 
 __all__ = [
+    "AimPlan",
+    "AimRequest",
     "ContinualPlan",
     "ContinualRelease",
     "DensityPlan",
@@ -65,6 +71,7 @@ __all__ = [
     "SynthPlan",
     "SynthRequest",
     "SyntheticRelease",
+    "plan_aim",
     "plan_continual",
     "plan_density",
     "plan_hierarchy",

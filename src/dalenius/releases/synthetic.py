@@ -35,41 +35,57 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from dalenius.core.catalog import Catalog, Table
-from dalenius.core.dialect import Dialect
-from dalenius.core.errors import InvalidLossError, QueryError
-from dalenius.core.loss import ZCDP, ApproxDP, Loss, PureDP
-from dalenius.core.rng import RandomSource, system_random
+from dalenius.core.catalog import Catalog
+from dalenius.core.loss import Loss
+from dalenius.core.rng import RandomSource
 from dalenius.mechanisms.exponential import ExponentialMechanism
 from dalenius.mechanisms.gaussian import IntegerGaussian
-from dalenius.plan.expr import BinOp, Col, Expr, Func, Lit
-from dalenius.plan.nodes import DPQuery, GroupKey, Measurement, Query, output_fields
 from dalenius.plan.protocol import (
-    Fetch,
-    Measure,
-    Measured,
     as_declared,
     loss_parts,
-    recorded,
     register_product,
-    request_doc,
     rho_of,
     scaled_epsilon,
     scaled_rho,
 )
-from dalenius.releases.density import rho_for
-from dalenius.sql.bind import to_query
-from dalenius.sql.emit import ExactSQL, exact_queries
-from dalenius.sql.filters import product_filter
+from dalenius.releases.synth_table import (
+    MAX_CELLS,
+    MAX_ROWS,
+    Contingency,
+    Domain,
+    SynthesisSteps,
+    SyntheticRelease,
+    em_epsilon,
+    marginal,
+    plan_columns,
+    recorded_columns,
+    rows_from,
+    synth_loss,
+    vector_gaussian,
+    workload_error,
+)
+
+__all__ = [
+    "MAX_CELLS",
+    "MAX_ROWS",
+    "Contingency",
+    "Domain",
+    "Measurements",
+    "SynthPlan",
+    "SynthRequest",
+    "SyntheticRelease",
+    "fit_tree",
+    "plan_synthetic",
+    "workload_error",
+]
 
 SYNTHETIC_FORMAT = "synthetic-1"
 """The ledger record's format: the request, the noisy measurements and the sampling seed."""
@@ -80,12 +96,6 @@ sum: error below log2(cells)·2⁻⁵³ of the sum of its terms, under 10⁻⁷ 
 rounded to the nearest fraction with denominator at most 10⁶ (error at most 5·10⁻⁷), so two
 neighbours' scores differ by at most R + 2·(10⁻⁷ + 5·10⁻⁷) < R + 1/1000: the exponential mechanism
 is calibrated for that, rounding toward safety."""
-
-MAX_CELLS = 5_000_000
-"""At most this many cells in the largest 2-way marginal times the number of pairs."""
-
-MAX_ROWS = 10_000_000
-"""At most this many synthetic rows per release."""
 
 
 @dataclass(frozen=True)
@@ -100,38 +110,15 @@ class SynthRequest:
 
 
 @dataclass(frozen=True)
-class Domain:
-    """One column's public values: category keys, or bin labels of a numeric column."""
-
-    name: str
-    labels: tuple[Any, ...]
-    binned: bool = False
-
-
-@dataclass(frozen=True)
-class SynthPlan:
-    """A synthetic release ready to run: the exact statement, the domains, the loss split."""
-
-    request: SynthRequest
-    domains: tuple[Domain, ...]
-    exact: DPQuery
-    tables: tuple[Table, ...]
-    loss: Loss
-    rho: Fraction
-    max_rows: int
+class SynthPlan(SynthesisSteps["Measurements"]):
+    """An MST release ready to run (a :class:`SynthRequest`): the exact statement, the domains,
+    the loss split in three.
+    """
 
     # -- the release protocol (dalenius.plan.protocol) ----------------------------------------
 
-    kind: ClassVar[str] = "synthetic"
     answer_format: ClassVar[str] = SYNTHETIC_FORMAT
     plan_class: ClassVar[str] = "synthetic"
-
-    @property
-    def text(self) -> str:
-        """The audit trail's text: what the analyst asked."""
-        where = f" WHERE {self.request.where}" if self.request.where else ""
-        names = ", ".join(d.name for d in self.domains)
-        return f"SYNTHETIC({names}) FROM {self.request.table}{where}"
 
     def privacy_map(self) -> Loss:
         """MST's three steps composed in zCDP, each mechanism at the unit's row cap.
@@ -153,39 +140,9 @@ class SynthPlan:
             total += (d - 1) * scaled_rho(rho_of(two.loss), two.sensitivity, required)
         return as_declared(total, self.loss)
 
-    def prepare(self, dialect: Dialect, salt: int) -> Measure[tuple[Measurements, int]]:
-        """The exact contingency statement now; the measurements behind the gate.
-
-        The record keeps the noisy measurements and the sampling seed (drawn now, from the OS
-        generator), so the same request gives back the same rows at no cost.
-        """
-        statement = self.sql(dialect, salt).main
-        seed = int(system_random().uint64(1)[0] % (2**63))
-
-        def measure(fetch: Fetch) -> Measured[tuple[Measurements, int]]:
-            measured = self.measure(self.contingency(fetch(statement)))
-            doc = {
-                "format": SYNTHETIC_FORMAT,
-                "request": request_doc(self.request),
-                "measurements": measured.to_json(),
-                "seed": seed,
-            }
-            return Measured(json.dumps(doc), (measured, seed))
-
-        return measure
-
-    def decode(self, record: str) -> tuple[Measurements, int]:
-        """The measurements and sampling seed of a ledger record."""
-        doc = recorded(record, SYNTHETIC_FORMAT)
-        return Measurements.from_json(doc["measurements"]), int(doc["seed"])
-
-    def publish(self, value: tuple[Measurements, int], confidence: float) -> SyntheticRelease:
-        """The synthetic rows (post-processing of the measurements; no interval applies)."""
-        return self.synthesise(value[0], seed=value[1])
-
-    def sql(self, dialect: Dialect | str, salt: int = 0) -> ExactSQL:
-        """The exact contingency table (counts per combination of values present)."""
-        return exact_queries(self.exact, dialect, salt=salt)
+    def measurements_from(self, doc: dict[str, Any]) -> Measurements:
+        """The measurements of a record's JSON."""
+        return Measurements.from_json(doc)
 
     def fingerprint(self) -> str:
         """A hash naming exactly what is released."""
@@ -204,28 +161,6 @@ class SynthPlan:
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
-    def contingency(self, rows: Sequence[tuple[Any, ...]]) -> Contingency:
-        """The exact contingency table from the engine's rows (kept sparse: only cells present)."""
-        index = [
-            {i: i for i in range(len(d.labels))}
-            if d.binned
-            else {_norm(v): i for i, v in enumerate(d.labels)}
-            for d in self.domains
-        ]
-        k = len(self.domains)
-        codes: list[tuple[int, ...]] = []
-        counts: list[int] = []
-        for row in rows:
-            cell = tuple(index[j].get(_norm(row[j]), -1) for j in range(k))
-            if min(cell) >= 0 and row[k]:
-                codes.append(cell)
-                counts.append(int(row[k]))
-        return Contingency(
-            codes=np.asarray(codes, dtype=np.int64).reshape(-1, k),
-            counts=np.asarray(counts, dtype=np.int64),
-            sizes=tuple(len(d.labels) for d in self.domains),
-        )
-
     def mechanisms(self) -> tuple[IntegerGaussian, ExponentialMechanism | None, IntegerGaussian]:
         """The mechanisms of steps 1–3, a third of ρ each: the 1-way marginals' Gaussian (each
         of the d marginals), the tree's selector (each of its d − 1 rounds; none for one
@@ -234,17 +169,17 @@ class SynthPlan:
         d = len(self.domains)
         r = self.max_rows
         third = self.rho / 3
-        one = _vector_gaussian(r, third / d)
-        rounds = _em_epsilon(third, d - 1) if d > 1 else None
+        one = vector_gaussian(r, third / d)
+        rounds = em_epsilon(third, d - 1) if d > 1 else None
         selector = ExponentialMechanism(r + SCORE_SLACK, rounds) if rounds is not None else None
-        two = _vector_gaussian(r, third / max(d - 1, 1))
+        two = vector_gaussian(r, third / max(d - 1, 1))
         return one, selector, two
 
     def measure(self, table: Contingency, rng: RandomSource | None = None) -> Measurements:
         """Steps 1–3: noisy 1-way marginals, the private tree, noisy 2-way marginals."""
         d = len(self.domains)
         one_mech, selector, two_mech = self.mechanisms()
-        one = [one_mech.release(_marginal(table, (i,)), rng=rng) for i in range(d)]
+        one = [one_mech.release(marginal(table, (i,)), rng=rng) for i in range(d)]
         edges: list[tuple[int, int]] = []
         if selector is not None:
             estimate = [np.maximum(o, 0) / max(float(np.maximum(o, 0).sum()), 1.0) for o in one]
@@ -261,8 +196,7 @@ class SynthPlan:
                     Fraction(
                         float(
                             np.abs(
-                                _marginal(table, (i, j))
-                                - total * np.outer(estimate[i], estimate[j])
+                                marginal(table, (i, j)) - total * np.outer(estimate[i], estimate[j])
                             ).sum()
                         )
                     ).limit_denominator(10**6)
@@ -273,7 +207,7 @@ class SynthPlan:
                 old, new = component[j], component[i]
                 component = [new if c == old else c for c in component]
         two = [
-            two_mech.release(_marginal(table, e).reshape(-1), rng=rng).reshape(_shape(self, e))
+            two_mech.release(marginal(table, e).reshape(-1), rng=rng).reshape(_shape(self, e))
             for e in edges
         ]
         return Measurements(
@@ -292,40 +226,16 @@ class SynthPlan:
         n = rows if rows is not None else self.request.rows
         if n is None:
             n = max(0, round(float(np.mean([o.sum() for o in measured.one]))))
-        if not 0 <= n <= MAX_ROWS:
-            raise QueryError(
-                f"rows must be between 0 and {MAX_ROWS}, got {n}.", fix="ask for fewer rows."
-            )
-        generator = np.random.default_rng(
-            seed if seed is not None else int(system_random().uint64(1)[0])
-        )
-        codes = model.sample(n, generator)
-        data = {
-            d.name: np.asarray(d.labels, dtype=object)[codes[:, i]]
-            for i, d in enumerate(self.domains)
-        }
-        return SyntheticRelease(
-            columns=tuple(d.name for d in self.domains),
-            data=data,
+        return rows_from(
+            self.domains,
+            model.sample,
+            n,
+            seed,
             edges=tuple((self.domains[i].name, self.domains[j].name) for i, j in measured.edges),
-            rows=n,
             loss=self.loss,
             measurements=measured,
+            method="mst",
         )
-
-
-@dataclass(frozen=True)
-class Contingency:
-    """A sparse contingency table: the code of each cell present, and its count."""
-
-    codes: npt.NDArray[np.int64]
-    counts: npt.NDArray[np.int64]
-    sizes: tuple[int, ...]
-
-    @property
-    def total(self) -> int:
-        """The number of rows counted."""
-        return int(self.counts.sum())
 
 
 @dataclass
@@ -451,24 +361,6 @@ def _rake(
     return joint
 
 
-@dataclass(frozen=True)
-class SyntheticRelease:
-    """Synthetic rows, the tree of column pairs the model keeps, and the loss spent."""
-
-    columns: tuple[str, ...]
-    data: dict[str, npt.NDArray[Any]]
-    edges: tuple[tuple[str, str], ...]
-    rows: int
-    loss: Loss
-    measurements: Measurements = field(repr=False)
-
-    def to_pandas(self) -> Any:
-        """The synthetic table as a DataFrame."""
-        import pandas as pd
-
-        return pd.DataFrame({c: self.data[c] for c in self.columns})
-
-
 def plan_synthetic(
     catalog: Catalog,
     request: SynthRequest,
@@ -477,201 +369,20 @@ def plan_synthetic(
     delta: Fraction | None,
     rho: Fraction | None = None,
 ) -> SynthPlan:
-    """Validate a synthetic-data request and fix its domains and loss; reads no data.
-
-    Long because it validates the request in order (table, bins, columns, domain sizes, rows, loss),
-    each refusal naming the parameter, the reason and the fix, before any data is read.
-    """
-    table = catalog.table(request.table)
-    if table is None:
-        raise QueryError(
-            f"there is no table {request.table!r} in the catalog.", fix="check the table's name."
-        )
-    if not 2 <= request.bins <= 1000:
-        raise QueryError(
-            f"bins must be between 2 and 1000, got {request.bins}.", fix="use bins=10, for example."
-        )
-    names = request.columns or tuple(
-        c.name
-        for c in table.columns
-        if c.keys is not None or (c.bounds is not None and c.type in ("int", "float"))
+    """Validate a synthetic-data request and fix its domains and loss; reads no data."""
+    columns = plan_columns(
+        catalog, request.table, request.columns, request.bins, request.where, request.rows
     )
-    if not names:
-        raise QueryError(
-            f"{request.table!r} has no column with public keys or bounds.",
-            fix="declare keys or bounds in the catalog.",
-        )
-    quoted = '"' + request.table.replace('"', '""') + '"'
-    condition = product_filter(request.where)
-    resolved = to_query(
-        f"SELECT COUNT(*) FROM {quoted}" + (f" WHERE {condition}" if condition else ""),
-        catalog,
-    )
-    fields = {f.name.lower(): f for f in output_fields(resolved.query.relation)}
-    domains: list[Domain] = []
-    keys: list[GroupKey] = []
-    for name in names:
-        column = table.column(name)
-        field_ = fields.get(name.lower())
-        if column is None or field_ is None:
-            raise QueryError(
-                f"there is no column {name!r} in {request.table!r}.", fix="check the column's name."
-            )
-        if column.keys is not None:
-            domains.append(Domain(column.name, tuple(column.keys)))
-            keys.append(GroupKey(column.name, Col(field_.id), column.type, tuple(column.keys)))
-        elif column.bounds is not None and column.type in ("int", "float"):
-            low, high = column.bounds
-            labels, expr = _bins(Col(field_.id), low, high, request.bins, column.type)
-            domains.append(Domain(column.name, labels, binned=True))
-            keys.append(GroupKey(column.name, expr, "int", tuple(range(len(labels)))))
-        else:
-            raise QueryError(
-                f"column {name!r} has neither a public key list nor public bounds.",
-                why="the synthetic table's values come from public domains, never from the data.",
-                fix="declare its keys (or bounds) in the catalog, or leave it out.",
-            )
-    sizes = [len(d.labels) for d in domains]
-    pairs = sum(sizes[i] * sizes[j] for i in range(len(sizes)) for j in range(i + 1, len(sizes)))
-    if pairs > MAX_CELLS or math.prod(sizes) > 10**15:
-        raise QueryError(
-            "the columns' domains are too large to synthesise.",
-            fix="use fewer columns or fewer bins.",
-        )
-    if request.rows is not None and not 0 <= request.rows <= MAX_ROWS:
-        raise QueryError(
-            f"rows must be between 0 and {MAX_ROWS}, got {request.rows}.", fix="ask for fewer rows."
-        )
-    query: Query = replace(
-        resolved.query, group_by=tuple(keys), having=None, order_by=(), limit=None, offset=0
-    )
-    r = query.unit.max_rows
-    count = Measurement(
-        "m0", "count", None, "int", None, Fraction(0), Fraction(1), 1, r, Fraction(1)
-    )
-    exact = DPQuery(query, (count,), (), None, PureDP(Fraction(1)))
-    loss, total_rho = _loss(epsilon, delta, rho)
+    loss, total_rho = synth_loss(epsilon, delta, rho)
+    r, d = columns.max_rows, len(columns.domains)
     # Decided here, before any data is read: the noise of each marginal must fit the integer grid.
-    _vector_gaussian(r, total_rho / 3 / len(domains))
-    _vector_gaussian(r, total_rho / 3 / max(len(domains) - 1, 1))
-    # Public labels for binned numeric columns, as the synthetic rows carry them.
-    bin_labels = tuple(domains)
-    return SynthPlan(request, bin_labels, exact, resolved.tables, loss, total_rho, r)
-
-
-def _bins(
-    column: Expr, low: Fraction, high: Fraction, bins: int, kind: str
-) -> tuple[tuple[Any, ...], Expr]:
-    width = (high - low) / bins
-    edges = [low + i * width for i in range(bins + 1)]
-    labels = tuple(
-        f"[{float(edges[i]):g}, {float(edges[i + 1]):g}{']' if i == bins - 1 else ')'}"
-        for i in range(bins)
-    )
-    clipped: Expr = Func("LEAST", (Func("GREATEST", (column, Lit(_num(low)))), Lit(_num(high))))
-    index = Func(
-        "LEAST",
-        (
-            Func("FLOOR", (BinOp("/", BinOp("-", clipped, Lit(_num(low))), Lit(_num(width))),)),
-            Lit(bins - 1),
-        ),
-    )
-    return labels, index
-
-
-def _num(x: Fraction) -> int | float:
-    return int(x) if x.denominator == 1 else float(x)
-
-
-def _loss(
-    epsilon: Fraction | None, delta: Fraction | None, rho: Fraction | None
-) -> tuple[Loss, Fraction]:
-    if rho is not None:
-        if rho <= 0:
-            raise InvalidLossError("rho must be positive.", fix="pass rho=0.5, for example.")
-        return ZCDP(rho), rho
-    if epsilon is None or epsilon <= 0 or delta is None or not 0 < delta < 1:
-        raise InvalidLossError(
-            "synthetic data needs epsilon and delta (or rho).",
-            why="MST measures with Gaussian noise, which satisfies (ε, δ)-DP and zCDP but never pure ε.",
-            fix="pass epsilon=1 and delta=1e-9, for example (the dataset's accounting must be 'approx'), or rho.",
-        )
-    return ApproxDP(epsilon, delta), rho_for(epsilon, delta)
-
-
-def _vector_gaussian(rows: int, rho: Fraction) -> IntegerGaussian:
-    """Discrete Gaussian noise for a whole marginal (L2 sensitivity ``rows``), on the integer grid.
-
-    Above σ = 3072 the sampler would round to a coarser grid whose sensitivity argument is a
-    scalar one; a marginal is a vector, so such a loss is refused instead.
-    """
-    mech = IntegerGaussian(rows, ZCDP(rho))
-    if mech.granularity > 1:
-        raise InvalidLossError(
-            "the loss is too small for this many columns (the noise per marginal would exceed σ = 3072).",
-            fix="use a larger epsilon or rho, or fewer columns.",
-        )
-    return mech
-
-
-def _em_epsilon(rho: Fraction, rounds: int) -> Fraction:
-    """The largest ε (rounded down) with rounds·ε²/8 ≤ ρ: each exponential mechanism is ε²/8-zCDP."""
-    value = Fraction(math.sqrt(float(8 * rho / rounds))).limit_denominator(10**9)
-    while rounds * value * value / 8 > rho:
-        value *= Fraction(999_999, 1_000_000)
-    return value
-
-
-def _marginal(table: Contingency, axes: tuple[int, ...]) -> npt.NDArray[np.int64]:
-    """The exact marginal over ``axes`` (a vector for one axis, a matrix for two)."""
-    shape = tuple(table.sizes[a] for a in axes)
-    if table.counts.size == 0:
-        return np.zeros(shape, dtype=np.int64)
-    flat = np.ravel_multi_index(tuple(table.codes[:, a] for a in axes), shape)
-    out: npt.NDArray[np.int64] = (
-        np.bincount(flat, weights=table.counts, minlength=math.prod(shape))
-        .astype(np.int64)
-        .reshape(shape)
-    )
-    return out
+    vector_gaussian(r, total_rho / 3 / d)
+    vector_gaussian(r, total_rho / 3 / max(d - 1, 1))
+    return SynthPlan(request, columns.domains, columns.exact, columns.tables, loss, total_rho, r)
 
 
 def _shape(plan: SynthPlan, edge: tuple[int, int]) -> tuple[int, int]:
     return (len(plan.domains[edge[0]].labels), len(plan.domains[edge[1]].labels))
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def workload_error(
-    real: Any, synthetic: Any, columns: Sequence[str], *, triples: int = 200, seed: int = 0
-) -> dict[str, float]:
-    """Average total-variation distance (½·L1 of normalised marginals) over all 1-way and 2-way
-    marginals and ``triples`` random 3-way marginals — a custodian's check: it reads the real data.
-    """
-    import itertools
-
-    rng = np.random.default_rng(seed)  # chooses which triples to compare, not privacy noise
-
-    def tvd(cols: Sequence[str]) -> float:
-        a = real.groupby(list(cols), observed=True).size() / len(real)
-        b = synthetic.groupby(list(cols), observed=True).size() / max(len(synthetic), 1)
-        joined = a.to_frame("a").join(b.to_frame("b"), how="outer").fillna(0.0)
-        return float(0.5 * (joined["a"] - joined["b"]).abs().sum())
-
-    out = {"1-way": float(np.mean([tvd([c]) for c in columns]))}
-    pairs = list(itertools.combinations(columns, 2))
-    out["2-way"] = float(np.mean([tvd(p) for p in pairs])) if pairs else 0.0
-    all_triples = list(itertools.combinations(columns, 3))
-    if all_triples:
-        picks = rng.choice(len(all_triples), size=min(triples, len(all_triples)), replace=False)
-        out["3-way"] = float(np.mean([tvd(all_triples[i]) for i in picks]))
-    return out
 
 
 @dataclass(frozen=True)
@@ -685,13 +396,7 @@ class SyntheticKind:
         epsilon, delta, rho = loss_parts(loss)
         return plan_synthetic(
             catalog,
-            SynthRequest(
-                table=request["table"],
-                columns=tuple(request["columns"]) if request["columns"] is not None else None,
-                bins=int(request["bins"]),
-                rows=request["rows"],
-                where=request["where"],
-            ),
+            SynthRequest(**recorded_columns(request)),
             epsilon=epsilon,
             delta=delta,
             rho=rho,

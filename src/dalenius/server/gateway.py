@@ -523,7 +523,9 @@ class Gateway:
         return {"dataset": name, **result.to_dict()}
 
     def synthesize(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
-        """Release synthetic rows (MST) under the caller's budget; the rows come as ``data``."""
+        """Release synthetic rows (MST or AIM) under the caller's budget; the rows come as
+        ``data``.
+        """
         result = self._release(
             caller,
             name,
@@ -538,6 +540,8 @@ class Gateway:
                 bins=request.bins,
                 rows=request.rows,
                 where=request.where,
+                method=request.method,
+                degree=request.degree,
                 idempotency_key=request.idempotency_key,
             ),
         )
@@ -583,7 +587,7 @@ class Gateway:
     def fetch_release(self, caller: Caller, name: str, entry_id: str) -> dict[str, Any]:
         """A release the caller already received, again by its entry id (no cost).
 
-        Synthetic rows (MST) come with their ``data``: one list per column.
+        Synthetic rows (MST or AIM) come with their ``data``: one list per column.
         """
         opened, floor = self._open(caller, name)
         result = self._session(caller, opened, floor).release(entry_id)

@@ -633,7 +633,9 @@ class ContinualRequest(_Request):
 
 
 class SynthesizeRequest(_Request):
-    """Synthetic rows of a table with MST (every column with public keys or bounds by default)."""
+    """Synthetic rows of a table with MST or AIM (every column with public keys or bounds by
+    default); ``degree`` is AIM's workload (every 2-way or 3-way marginal).
+    """
 
     table: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, examples=["people"])
     columns: (
@@ -642,6 +644,8 @@ class SynthesizeRequest(_Request):
     bins: int = Field(default=10, ge=2, le=1000)
     rows: int | None = Field(default=None, ge=0, le=1_000_000)
     where: str | None = Field(default=None, max_length=20_000, pattern=TEXT_PATTERN)
+    method: Literal["mst", "aim"] = "mst"
+    degree: int | None = Field(default=None, ge=2, le=3)
     epsilon: Number | None = None
     delta: Number | None = None
     rho: Number | None = None

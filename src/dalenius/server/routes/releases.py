@@ -90,7 +90,9 @@ async def onthemap(
 async def synthesize(
     name: PathName, body: models.SynthesizeRequest, caller: CallerDep, gateway: GatewayDep
 ) -> dict[str, object]:
-    """Release synthetic rows of a table with MST (noisy 1- and 2-way marginals, a tree model)."""
+    """Release synthetic rows of a table with MST (noisy 1- and 2-way marginals, a tree model) or
+    AIM (``method: "aim"``: the marginals of a workload its model fits worst, round by round).
+    """
     work = partial(gateway.synthesize, caller, name, body)
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found
