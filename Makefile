@@ -85,7 +85,7 @@ contract:
 	$(BIN)/lint-imports
 
 pytest:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 pytest-fast:
 	$(BIN)/pytest -q -m "not spark and not postgres and not slow and not browser"
