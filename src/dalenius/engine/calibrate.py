@@ -188,6 +188,17 @@ def product_queries(
                 release=lambda s: s.synthesize(name, columns, epsilon=1, delta=1e-6, method="aim"),
             )
         )
+    return out + _table_products(table, keyed, bounded)
+
+
+def _table_products(
+    table: Table, keyed: Sequence[str], bounded: Sequence[Column]
+) -> list[ClassQuery]:
+    """The products about the table itself (see :func:`product_queries`): private bounds, cap
+    suggestions and record perturbation.
+    """
+    name = table.name
+    out: list[ClassQuery] = []
     numeric = [c.name for c in table.columns if c.is_numeric and not _is_unit(table, c)]
     if numeric:
         out.append(

@@ -85,7 +85,7 @@ def bin_edges(column_type: str) -> tuple[Fraction, ...]:
     Example:
         >>> edges = bin_edges("int")
         >>> len(edges), edges[62:67]
-        (127, (Fraction(-3, 1), Fraction(-1, 1), Fraction(0, 1), Fraction(1, 1), Fraction(2, 1)))
+        (127, (Fraction(-1, 1), Fraction(0, 1), Fraction(1, 1), Fraction(2, 1), Fraction(4, 1)))
         >>> len(bin_edges("float"))
         167
     """
@@ -116,7 +116,7 @@ def threshold(bins: int, scale: Fraction) -> int:
 
     Example:
         >>> threshold(127, Fraction(20))
-        229
+        222
     """
     p = math.exp(-1 / float(scale))
     target = float(FALSE_BIN_RATE) * (1 + p) / bins
