@@ -83,7 +83,9 @@ def test_streamed_files_hold_exactly_the_in_memory_rows(
 ) -> None:
     # Small chunks make a 10,000-person table span three chunks, as 10M rows span ten.
     monkeypatch.setattr(census, "CHUNK_ROWS", 4_096)
-    catalog = load_catalog(write_benchmark(tmp_path, 10_000, seed=5))
+    written: list[int] = []
+    catalog = load_catalog(write_benchmark(tmp_path, 10_000, seed=5, progress=written.append))
+    assert written == [4_096, 8_192, 10_000]  # one report per chunk, for the benchmark's bar
     people = generate_people(10_000, seed=5)
     visits = generate_visits(people, seed=5)
     people_file = pq.ParquetFile(tmp_path / "people.parquet")
