@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
     """Add ``dalenius catalog check`` and ``dalenius catalog suggest``."""
     parser = sub.add_parser(
         "catalog",
-        help="custodian tools for a catalog (check it against the data)",
+        help="custodian tools: check a catalog against its data, suggest per-person caps",
         description="Custodian tools for a catalog file.",
     )
     actions = parser.add_subparsers(dest="catalog_command", metavar="ACTION", required=True)

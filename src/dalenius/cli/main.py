@@ -68,7 +68,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "publish counts (and sums) per day, week or month as periods close, one lifetime ε",
     ),
     "calibrate": ("calibrate_cmd", "measure constant-time release deadlines on adversarial tables"),
-    "catalog": ("catalog_cmd", "custodian tools for a catalog (check it against the data)"),
+    "catalog": (
+        "catalog_cmd",
+        "custodian tools: check a catalog against its data, suggest per-person caps",
+    ),
     "attack": (
         "attack_cmd",
         "run a measured attack against raw SQL, a naive noisy system and Dalenius",
