@@ -714,8 +714,14 @@ class SqlLedger(Ledger):
         return _Grant(charged, left)
 
     def charge(self, reservation: Reservation) -> None:
-        """The data gate: pending becomes charged, durably (see :class:`Ledger`)."""
-        with self._lock, self._transaction(write=True) as tx:
+        """The data gate: pending becomes charged, durably (see :class:`Ledger`). A transaction
+        that loses a race (PostgreSQL's deadlock detector) rolled back whole and is run again.
+        """
+        with self._lock:
+            self._db.retrying(lambda: self._charge(reservation))
+
+    def _charge(self, reservation: Reservation) -> None:
+        with self._transaction(write=True) as tx:
             now = self._now()
             entry = self._locked_entry(tx, reservation.id)
             if entry.status != PENDING:
@@ -730,8 +736,15 @@ class SqlLedger(Ledger):
             self._audit(tx, now, entry, (GATED, _GATE_DETAIL))
 
     def release(self, reservation: Reservation, reason: str) -> bool:
-        """Return a reservation that never reached the data gate (see :class:`Ledger`)."""
-        with self._lock, self._transaction(write=True) as tx:
+        """Return a reservation that never reached the data gate (see :class:`Ledger`); run
+        again if its transaction loses a race, as :meth:`charge` is.
+        """
+        with self._lock:
+            released: bool = self._db.retrying(lambda: self._release(reservation, reason))
+        return released
+
+    def _release(self, reservation: Reservation, reason: str) -> bool:
+        with self._transaction(write=True) as tx:
             now = self._now()
             entry = self._locked_entry(tx, reservation.id)
             if entry.status == ROLLED_BACK:
@@ -761,7 +774,12 @@ class SqlLedger(Ledger):
         # the record of the answer: the entry stays charged, recover() marks it lost, and a
         # retry pays again instead of replaying — never a refund. A crash of the process loses
         # nothing. This saves one fsync per query (see docs/ledger.md).
-        with self._lock, self._transaction(write=True, synced=False) as tx:
+        with self._lock:
+            entry_id: str = self._db.retrying(lambda: self._commit(reservation, answer))
+        return entry_id
+
+    def _commit(self, reservation: Reservation, answer: str) -> str:
+        with self._transaction(write=True, synced=False) as tx:
             now = self._now()
             entry = self._locked_entry(tx, reservation.id)
             if entry.status not in (CHARGED, LOST):
