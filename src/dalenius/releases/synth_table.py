@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -128,6 +129,8 @@ def rows_from(
         raise QueryError(
             f"rows must be between 0 and {MAX_ROWS}, got {rows}.", fix="ask for fewer rows."
         )
+    # Not privacy noise: sampling rows from a model of already-noisy measurements is
+    # post-processing, and the seed (from the OS generator) is recorded so the rows can be rebuilt.
     generator = np.random.default_rng(
         seed if seed is not None else int(system_random().uint64(1)[0])
     )
@@ -156,7 +159,7 @@ M = TypeVar("M", bound=Recordable)
 
 
 @dataclass(frozen=True)
-class SynthesisSteps(Generic[M]):
+class SynthesisSteps(ABC, Generic[M]):
     """A synthetic release ready to run, and the release protocol's steps every synthesiser
     shares: the exact contingency statement, the measurements behind the gate with a sampling seed
     from the OS generator, the ledger record (format, request, measurements, seed), and rows again
@@ -189,19 +192,22 @@ class SynthesisSteps(Generic[M]):
         names = ", ".join(d.name for d in self.domains)
         return f"SYNTHETIC({names}) FROM {self.request.table}{where}{self.using}"
 
+    @abstractmethod
     def measure(self, table: Contingency, rng: RandomSource | None = None) -> M:
         """The noisy measurements of the exact table (the only step that reads data)."""
-        raise NotImplementedError
+        # Abstract: MST (SynthPlan) and AIM (AimPlan) each implement it.
 
+    @abstractmethod
     def measurements_from(self, doc: dict[str, Any]) -> M:
         """The measurements of a record's JSON."""
-        raise NotImplementedError
+        # Abstract: MST (SynthPlan) and AIM (AimPlan) each implement it.
 
+    @abstractmethod
     def synthesise(
         self, measured: M, rows: int | None = None, seed: int | None = None
     ) -> SyntheticRelease:
         """Rows from the measurements (post-processing)."""
-        raise NotImplementedError
+        # Abstract: MST (SynthPlan) and AIM (AimPlan) each implement it.
 
     def prepare(self, dialect: Dialect, salt: int) -> Measure[tuple[M, int]]:
         """The exact contingency statement now; the measurements behind the gate.
