@@ -15,6 +15,9 @@
   that bounding holds on every engine).
 * ``mixed``: units of every shape for contribution bounding (within the caps in one group or in
   several, over the row cap, over the group cap, NULL and boolean keys).
+* ``clinics`` and ``clinics_light``: two private tables joined on a key other than the unit
+  (``clinic``, truncated per key before the join), with and without one unit of many rows on
+  the hot clinic of both tables.
 """
 
 from __future__ import annotations
@@ -241,3 +244,64 @@ def shuffled_adult(folder: Path) -> Catalog:
     text = text.replace('"edu_levels.csv"', f'"{FIXTURES / "edu_levels.csv"}"')
     (folder / "adult_shuffled.toml").write_text(text)
     return load_catalog(folder / "adult_shuffled.toml")
+
+
+CLINICS_TOML = """
+[dataset]
+name = "{name}"
+
+[tables.visits]
+source = {{ csv = "{name}_visits.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 3 }}
+
+[tables.visits.columns]
+pid = {{ type = "int" }}
+clinic = {{ type = "str", join_rows_per_key = 5 }}
+cost = {{ type = "float", bounds = [0, 50] }}
+
+[tables.staff]
+source = {{ csv = "{name}_staff.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 2 }}
+
+[tables.staff.columns]
+pid = {{ type = "int" }}
+clinic = {{ type = "str", join_rows_per_key = 3 }}
+role = {{ type = "str", keys = ["nurse", "doctor"] }}
+"""
+
+
+def write_clinics(folder: Path) -> tuple[Catalog, Catalog]:
+    """``clinics`` (with unit 1: 40 visits and 10 staff rows on clinic ``c6``, where two other
+    visits and one other staff row are) and ``clinics_light`` (without it): 300 people over 7
+    clinics, half the rows on ``c0`` (over its cap of rows per key on both sides), costs with
+    repeats (rows that tie in the hash order on every column but the unit).
+    """
+    rng = np.random.Generator(np.random.PCG64(11))  # test data only, never noise
+    clinics = np.where(rng.random(600) < 0.5, "c0", rng.choice(["c1", "c2", "c3", "c4", "c5"], 600))
+    visits = pd.DataFrame(
+        {
+            "pid": rng.integers(2, 302, 600),
+            "clinic": clinics,
+            "cost": rng.choice([5.25, 12.5, 40.0, 75.0], 600),
+        }
+    )
+    staff = pd.DataFrame(
+        {
+            "pid": rng.integers(2, 302, 120),
+            "clinic": clinics[:120],
+            "role": rng.choice(["nurse", "doctor"], 120),
+        }
+    )
+    heavy_visits = pd.DataFrame({"pid": 1, "clinic": "c6", "cost": np.full(40, 30.0)})
+    heavy_staff = pd.DataFrame({"pid": 1, "clinic": "c6", "role": ["nurse", "doctor"] * 5})
+    visits.loc[:1, "clinic"] = "c6"
+    staff.loc[:0, "clinic"] = "c6"
+    out = []
+    for name, extra in (("clinics", True), ("clinics_light", False)):
+        v = pd.concat([visits, heavy_visits]) if extra else visits
+        st = pd.concat([staff, heavy_staff]) if extra else staff
+        v.sample(frac=1, random_state=4).to_csv(folder / f"{name}_visits.csv", index=False)
+        st.sample(frac=1, random_state=5).to_csv(folder / f"{name}_staff.csv", index=False)
+        (folder / f"{name}.toml").write_text(CLINICS_TOML.format(name=name))
+        out.append(load_catalog(folder / f"{name}.toml"))
+    return out[0], out[1]

@@ -22,6 +22,7 @@ MECHANISM_PAGES = [
     "exponential.md",
     "gaussian.md",
     "gaussian_process.md",
+    "join_truncation.md",
     "laplace.md",
     "min_people.md",
     "partition_selection.md",

@@ -148,7 +148,7 @@ def test_on_conditions_beside_the_keys_filter_the_joined_rows(
         (
             "SELECT COUNT(*) FROM zones z JOIN people p ON p.shop = z.region "
             "JOIN accounts a ON a.shop = p.shop",
-            "two private tables can only be joined on their privacy unit",
+            "two private tables are joined on a key that is not their privacy unit",
         ),
         (
             "SELECT COUNT(*) FROM zones z JOIN shops s ON s.region = z.region "

@@ -78,7 +78,15 @@ DATASET_KEYS = (
     "min_people",
 )
 TABLE_KEYS = ("source", "privacy_unit", "columns", "public", "description", "max_row_count")
-COLUMN_KEYS = ("type", "bounds", "bounds_epsilon", "keys", "nullable", "description")
+COLUMN_KEYS = (
+    "type",
+    "bounds",
+    "bounds_epsilon",
+    "keys",
+    "nullable",
+    "join_rows_per_key",
+    "description",
+)
 
 PRIVATE_BOUNDS = "private"
 """``bounds = "private"``: Dalenius chooses the column's clipping bounds with a DP mechanism
@@ -86,6 +94,10 @@ PRIVATE_BOUNDS = "private"
 
 DEFAULT_BOUNDS_EPSILON = Fraction(1, 20)
 """The ε a private choice of bounds costs when the catalog gives no ``bounds_epsilon``."""
+
+MAX_JOIN_ROWS = 1_000_000
+"""The largest ``join_rows_per_key``: beyond it the sensitivity of a joined count would pass what
+the samplers calibrate, and truncation would no longer be the bound that matters."""
 UNIT_KEYS = ("column", "max_rows", "max_groups")
 """Every key a catalog may use, by section (the docs test checks each is documented)."""
 
@@ -127,6 +139,10 @@ class Column:
         private_bounds: set when the catalog says ``bounds = "private"``: the bounds are chosen
             by a DP mechanism, and ``bounds`` holds them once they are (see
             :meth:`Catalog.with_private_bounds`).
+        join_rows_per_key: in a join of two private tables on this column, at most this many
+            rows sharing one value are kept (the rest dropped by a keyed hash) before joining,
+            which bounds how far one unit can change the joined rows
+            (docs/mechanisms/join_truncation.md); ``None``: such a join is refused.
     """
 
     name: str
@@ -135,6 +151,7 @@ class Column:
     keys: tuple[Key, ...] | None = None
     nullable: bool = True
     private_bounds: PrivateBounds | None = None
+    join_rows_per_key: int | None = None
 
     @property
     def is_numeric(self) -> bool:
@@ -656,7 +673,8 @@ class _Validator:
                 f"unknown key(s) {sorted(unknown)}.",
                 table=table,
                 column=name,
-                fix="a column has type, and optionally bounds, keys, nullable and description.",
+                fix="a column has type, and optionally bounds, keys, nullable, join_rows_per_key "
+                "and description.",
             )
         col_type = doc.get("type")
         if col_type not in COLUMN_TYPES:
@@ -691,7 +709,23 @@ class _Validator:
             keys=keys,
             nullable=nullable,
             private_bounds=private,
+            join_rows_per_key=self.join_rows_per_key(table, name, doc),
         )
+
+    def join_rows_per_key(self, table: str, column: str, doc: dict[str, Any]) -> int | None:
+        """The truncation of a private join on the column (``join_rows_per_key``), if declared."""
+        raw = doc.get("join_rows_per_key")
+        if raw is None:
+            return None
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_JOIN_ROWS:
+            raise self.error(
+                f"join_rows_per_key must be a whole number from 1 to {MAX_JOIN_ROWS}; got {raw!r}.",
+                table=table,
+                column=column,
+                fix="write join_rows_per_key = 10 (the most rows sharing one value of this "
+                "column that a join of two private tables keeps).",
+            )
+        return raw
 
     def bounds_epsilon(
         self, table: str, column: str, col_type: str, doc: dict[str, Any]

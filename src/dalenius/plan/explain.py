@@ -404,7 +404,7 @@ def explain(
         exact_sql=exact_sql,
         notes=tuple(notes),
         accuracy=accuracy,
-        bounding=describe_bounding(plan.bounding, names),
+        bounding=describe_bounding(plan.bounding, names, query.relation),
         clips=tuple(dict.fromkeys(describe_clip(c, names) for c in _clips(plan))),
         min_people=plan.min_people,
     )
@@ -421,8 +421,12 @@ def min_people_note(rule: MinPeople) -> str:
     )
 
 
-def describe_bounding(bounding: BoundContributions, names: dict[str, str]) -> str:
-    """The contribution bounding as explain shows it (the caps every sensitivity rests on)."""
+def describe_bounding(
+    bounding: BoundContributions, names: dict[str, str], relation: Relation | None = None
+) -> str:
+    """The contribution bounding as explain shows it (the caps every sensitivity rests on), with
+    the truncated joins of ``relation`` that a row unit's caps come from.
+    """
     caps = f"rows <= {bounding.max_rows}, groups <= {bounding.max_groups}"
     if bounding.kind == "id":
         unit = names.get(bounding.unit or "", bounding.unit or "")
@@ -432,7 +436,42 @@ def describe_bounding(bounding: BoundContributions, names: dict[str, str]) -> st
         )
     if bounding.kind == "aggregated":
         return f"BoundContributions({caps}): one row per unit from the per-unit subquery"
+    truncated = [describe_truncation(j, names) for j in _truncated_joins(relation)]
+    if truncated:
+        return (
+            f"BoundContributions({caps}): the joined rows one unit can change, after "
+            + "; ".join(truncated)
+        )
     return f"BoundContributions({caps}): each row is a unit (joins multiply its rows)"
+
+
+def describe_truncation(join: Join, names: dict[str, str]) -> str:
+    """A truncated join as explain shows it: each side's caps and the stability they give."""
+    t = join.truncation
+    assert t is not None
+    sides = []
+    for key, per_key, unit, rows in (
+        (join.left_key, t.left_per_key, t.left_unit, t.left_rows),
+        (join.right_key, t.right_per_key, t.right_unit, t.right_rows),
+    ):
+        first = f"<= {rows} rows per {names.get(unit, unit)}, then " if unit and rows else ""
+        sides.append(f"{first}<= {per_key} rows per {names.get(key, key)}")
+    return (
+        f"Truncate({'; '.join(sides)}) before the join, each ranked by a keyed hash: one unit "
+        "changes at most 2·(R_left·τ_right + R_right·τ_left) joined rows "
+        "(docs/mechanisms/join_truncation.md)"
+    )
+
+
+def _truncated_joins(relation: Relation | None) -> list[Join]:
+    """Every join of ``relation`` whose sides are truncated, innermost first."""
+    match relation:
+        case Join(left=left, right=right, truncation=t):
+            inner = _truncated_joins(left) + _truncated_joins(right)
+            return [*inner, relation] if t is not None else inner
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c) | SemiJoin(child=c):
+            return _truncated_joins(c)
+    return []
 
 
 def describe_clip(clip: Clip, names: dict[str, str]) -> str:

@@ -46,6 +46,7 @@ class Field:
         keys: public key list of a categorical column.
         nullable: whether it may hold NULL.
         unit: whether it is the privacy unit's id.
+        join_rows_per_key: the catalog's truncation of a private join on this column, if any.
     """
 
     id: str
@@ -56,6 +57,7 @@ class Field:
     keys: GroupKeys | None = None
     nullable: bool = True
     unit: bool = False
+    join_rows_per_key: int | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)
@@ -89,11 +91,33 @@ class Project:
 
 
 @dataclass(frozen=True)
+class Truncation:
+    """How each side of a join of two private tables on a key other than the unit is bounded.
+
+    Before joining, an ``id`` side keeps at most ``*_rows`` rows per unit (``*_unit``), then
+    each side keeps at most ``*_per_key`` rows per value of its join key, both ranked by a keyed
+    hash of the row. One unit then changes at most
+    ``2·(R_left·τ_right + R_right·τ_left)`` joined rows, where ``R`` is a side's ``*_rows`` (its
+    enforced cap) or, for a side whose rows are units (``*_unit`` ``None``), the rows one unit
+    has there (:func:`truncated_stability`; derivation in docs/mechanisms/join_truncation.md).
+    """
+
+    left_unit: str | None
+    left_rows: int | None
+    left_per_key: int
+    right_unit: str | None
+    right_rows: int | None
+    right_per_key: int
+
+
+@dataclass(frozen=True)
 class Join:
     """An inner or left join on one equality ``left_key = right_key``.
 
     ``multiplicity`` is the most rows of ``right`` one row of ``left`` can match (known for a
     public right side; the engine measures it on the public table before planning).
+    ``truncation`` is set on a join of two private tables on a key other than their unit: each
+    side is bounded before joining, and the joined rows' stability follows from it.
     """
 
     left: Relation
@@ -102,6 +126,7 @@ class Join:
     right_key: str
     kind: Literal["inner", "left"]
     multiplicity: int = 1
+    truncation: Truncation | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)
@@ -313,6 +338,23 @@ class Clip:
     expr: Expr
     low: Fraction
     high: Fraction
+
+
+def truncated_stability(truncation: Truncation, left_rows: int, right_rows: int) -> int:
+    """The most joined rows one unit changes in a truncated join (:class:`Truncation`).
+
+    ``left_rows`` and ``right_rows`` are the most rows one unit changes on each side (its cap,
+    or what the side's own joins multiply one row into). Removing a unit removes its kept rows
+    of a key and lets at most as many rows of others in (the next in the hash order), so each
+    side's kept rows change by at most ``2·R``; each changed row meets at most ``τ`` kept rows
+    of the other side.
+
+    Example:
+        >>> t = Truncation("a__pid", 3, 2, "b__pid", 5, 4)
+        >>> truncated_stability(t, 3, 5)
+        44
+    """
+    return 2 * (left_rows * truncation.right_per_key + right_rows * truncation.left_per_key)
 
 
 # -- the logical query --------------------------------------------------------------------------

@@ -76,6 +76,7 @@ def column_json(column: Column, description: str) -> dict[str, Any]:
         else float(column.private_bounds.epsilon),
         "keys": list(column.keys) if column.keys is not None else None,
         "nullable": column.nullable,
+        "join_rows_per_key": column.join_rows_per_key,
         "description": description,
     }
 

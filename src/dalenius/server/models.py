@@ -249,6 +249,11 @@ class ColumnInfo(_Response):
     )
     keys: list[str | int | bool] | None
     nullable: bool
+    join_rows_per_key: int | None = Field(
+        default=None,
+        description="Set when two private tables may be joined on this column: the most rows "
+        "sharing one value each side keeps before the join.",
+    )
     description: str
 
 

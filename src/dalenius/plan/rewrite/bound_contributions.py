@@ -23,7 +23,9 @@ from dalenius.plan.nodes import (
     Relation,
     Scan,
     SemiJoin,
+    Truncation,
     UnitAggregate,
+    truncated_stability,
 )
 from dalenius.plan.rewrite.context import Context, Plan
 from dalenius.plan.rewrite.measure_joins import unmeasured
@@ -33,7 +35,8 @@ def bound_contributions(plan: Plan, context: Context) -> Plan:
     """``plan`` with its :class:`BoundContributions` placed: the caps ``(R, G)`` over its relation.
 
     A row unit contributes as many rows as the joins can multiply one row into (``R = G``, the
-    product of the public sides' multiplicities); an ``id`` or ``aggregated`` unit has the caps
+    product of the public sides' multiplicities, and a truncated join of two private tables its
+    stability, :func:`~dalenius.plan.nodes.truncated_stability`); an ``id`` or ``aggregated`` unit has the caps
     its :class:`~dalenius.plan.nodes.UnitSpec` declares. A query with a join still to be measured
     is returned as it is (its ``R`` is not known yet), as is one whose bounding is already placed.
 
@@ -64,6 +67,14 @@ def _row_multiplicity(relation: Relation) -> int:
         case Filter(child=c) | Project(child=c) | UnitAggregate(child=c) | SemiJoin(child=c):
             # A semi-join keeps or drops each row; it never repeats one.
             return _row_multiplicity(c)
+        case Join(left=left, right=right, truncation=Truncation() as t):
+            # Each side bounded before joining: an id side by its enforced cap, a side of row
+            # units by what its own joins multiply one row into.
+            return truncated_stability(
+                t,
+                t.left_rows or _row_multiplicity(left),
+                t.right_rows or _row_multiplicity(right),
+            )
         case Join(left=left, multiplicity=m, kind=kind):
             return _row_multiplicity(left) * max(m, 1 if kind == "left" else m)
     raise AssertionError(f"unknown relation {relation!r}")

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dalenius.core.errors import QueryError
 from dalenius.plan.derive import FieldInfo
-from dalenius.plan.nodes import Field, Join, Scan, with_fields
+from dalenius.plan.nodes import Field, Join, Scan, Truncation, UnitSpec, with_fields
 from dalenius.sql.bind.aggregates import _Aggregates
 from dalenius.sql.bind.base import _info, _Source
 from dalenius.sql.expressions import Converter
@@ -217,7 +217,9 @@ class _Joins(_Aggregates):
         join_kind: Literal["inner", "left"],
         join: exp.Expr,
     ) -> _Source:
-        """Two private tables joined on their privacy unit (refused on anything else)."""
+        """Two private tables joined on their privacy unit, or on another key each side is
+        truncated on before joining (:meth:`truncated`).
+        """
         assert left.unit is not None and right.unit is not None
         if (
             left.unit.kind != "id"
@@ -225,14 +227,7 @@ class _Joins(_Aggregates):
             or left_key not in left.unit_fields
             or right_key not in right.unit_fields
         ):
-            raise self.error(
-                "two private tables can only be joined on their privacy unit.",
-                join,
-                clause="JOIN",
-                why="any other join can multiply one person's rows without limit.",
-                fix="join on the id column both tables declare as privacy_unit, e.g. ON a.pid = b.pid.",
-                privacy=True,
-            )
+            return self.truncated(left, right, left_key, right_key, join_kind, join)
         # One unit's rows multiply across the join: up to R_left × R_right joined rows, in
         # at most as many groups as either side allows (the engine enforces both caps).
         unit = replace(
@@ -252,6 +247,72 @@ class _Joins(_Aggregates):
             left.tables + right.tables,
             also_unit=equal - {unit.field} if unit.field else equal,
         )
+
+    def truncated(
+        self,
+        left: _Source,
+        right: _Source,
+        left_key: str,
+        right_key: str,
+        join_kind: Literal["inner", "left"],
+        join: exp.Expr,
+    ) -> _Source:
+        """Two private tables joined on a key other than their unit, each side truncated first.
+
+        Each side keeps at most its key column's ``join_rows_per_key`` rows per key value (and
+        an ``id`` side first at most its unit's row cap), so one unit changes a bounded number of
+        joined rows (:class:`~dalenius.plan.nodes.Truncation`); the joined rows have no single
+        owner any more, so they are bounded as rows, not per unit, from then on. Refused, with
+        the catalog line that would allow it, when a key declares no truncation; refused for a
+        LEFT JOIN, whose unmatched rows the bound does not cover.
+        """
+        assert left.unit is not None and right.unit is not None
+        lf, rf = (
+            next(f for f in s.fields if f.id == k)
+            for s, k in ((left, left_key), (right, right_key))
+        )
+        missing = [f for f in (lf, rf) if f.join_rows_per_key is None]
+        if missing or join_kind != "inner" or "aggregated" in (left.unit.kind, right.unit.kind):
+            names = " and ".join(f"{f.qualifier}.{f.name}" for f in missing or (lf, rf))
+            raise self.error(
+                "two private tables are joined on a key that is not their privacy unit."
+                if missing
+                else "a LEFT JOIN of two private tables must be on their privacy unit.",
+                join,
+                clause="JOIN",
+                why="one person's rows could meet any number of others' rows; a join on another "
+                "key is bounded by keeping at most a declared number of rows per key value on "
+                "each side, which the catalog declares for "
+                + (f"{names} nowhere" if missing else "inner joins only"),
+                fix=(
+                    "join on the id column both tables declare as privacy_unit (ON a.pid = b.pid), "
+                    f"or ask the custodian to declare join_rows_per_key on {names}."
+                    if missing
+                    else "use JOIN, or join on the privacy unit."
+                ),
+                privacy=True,
+            )
+        truncation = Truncation(
+            left_unit=left.unit.field if left.unit.kind == "id" else None,
+            left_rows=left.unit.max_rows if left.unit.kind == "id" else None,
+            left_per_key=lf.join_rows_per_key or 1,
+            right_unit=right.unit.field if right.unit.kind == "id" else None,
+            right_rows=right.unit.max_rows if right.unit.kind == "id" else None,
+            right_per_key=rf.join_rows_per_key or 1,
+        )
+        relation = Join(
+            left.relation, right.relation, left_key, right_key, "inner", truncation=truncation
+        )
+        unit = UnitSpec(
+            "row",
+            None,
+            1,
+            1,
+            f"rows of {left.unit.description} joined on {lf.qualifier}.{lf.name} with "
+            f"{right.unit.description}, at most {lf.join_rows_per_key} and "
+            f"{rf.join_rows_per_key} rows per key",
+        )
+        return _Source(relation, left.fields + right.fields, unit, left.tables + right.tables)
 
     def rooted(
         self,

@@ -180,6 +180,7 @@ class _Relations(_SemiJoins):
                 keys=c.keys,
                 nullable=c.nullable,
                 unit=unit_col is not None and c.name.lower() == unit_col.lower(),
+                join_rows_per_key=c.join_rows_per_key,
             )
             for c in table.columns
         ]

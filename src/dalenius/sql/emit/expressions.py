@@ -60,6 +60,7 @@ from dalenius.sql.emit.numeric import (
     _scaled,
     _wide,
 )
+from dalenius.sql.emit.truncation import truncated_side
 from dalenius.sql.emit.writing import _col, _negated, _quoted
 
 _BINARY: dict[str, type[exp.Binary]] = {
@@ -94,10 +95,15 @@ class Compiler:
         dialect: Dialect | str = DUCKDB,
         *,
         read: frozenset[str] | None = None,
+        salt: int = 0,
     ) -> None:
         self.fields = dict(fields)
         self.dialect = as_dialect(dialect)
         self.read = read
+        self.salt = salt
+        """Keys the hash that truncates the sides of a private join (drawn per query)."""
+        self.truncated = 0
+        """How many join sides have been truncated (names their rank columns apart)."""
         """The names the query reads (:func:`read_names`): a scan projects only these fields
         (all of them when ``None``)."""
         self.computed: set[str] = set()
@@ -151,6 +157,8 @@ class Compiler:
                 return exp.select(*cols).from_(inner.subquery("__p", copy=False), copy=False)
             case Join(left=left, right=right, left_key=lk, right_key=rk, kind=kind):
                 lsql, rsql = self.relation(left), self.relation(right)
+                if relation.truncation is not None:
+                    lsql, rsql = self._truncated(relation, lsql, rsql)
                 on = exp.EQ(this=_col(lk), expression=_col(rk))
                 return (
                     exp.select(exp.Star())
@@ -167,6 +175,38 @@ class Compiler:
             case UnitAggregate():
                 return self._unit_aggregate(relation)
         raise AssertionError(f"unknown relation {relation!r}")
+
+    def _truncated(
+        self, join: Join, lsql: exp.Select, rsql: exp.Select
+    ) -> tuple[exp.Select, exp.Select]:
+        """Both sides of a truncated join, each bounded before joining (:mod:`.truncation`)."""
+        t = join.truncation
+        assert t is not None
+        sides = []
+        for side, sql, key, per_key, unit, rows in (
+            (join.left, lsql, join.left_key, t.left_per_key, t.left_unit, t.left_rows),
+            (join.right, rsql, join.right_key, t.right_per_key, t.right_unit, t.right_rows),
+        ):
+            self._learn(side)
+            columns = [f.id for f in output_fields(side) if self.read is None or f.id in self.read]
+            tag = str(self.truncated)
+            self.truncated += 1
+            sides.append(
+                truncated_side(
+                    sql,
+                    columns=columns,
+                    types=self.hash_kinds(columns),
+                    key=key,
+                    per_key=per_key,
+                    unit=unit,
+                    unit_rows=rows,
+                    dialect=self.dialect,
+                    # Each side its own key: the two orders are independent.
+                    salt=self.salt + 2 + 2 * int(tag),
+                    tag=tag,
+                )
+            )
+        return sides[0], sides[1]
 
     def _semi_join(self, relation: SemiJoin) -> exp.Select:
         """``child`` kept where ``[NOT] EXISTS`` / ``[NOT] IN`` holds; the correlated condition

@@ -58,6 +58,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
         {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in all_fields(query.relation)},
         dialect,
         read=read_names(plan),
+        salt=salt,
     )
     relation = compiler.relation(query.relation)
     keys = [compiler.expression(k.expr) for k in query.group_by]

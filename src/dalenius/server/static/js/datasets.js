@@ -26,7 +26,14 @@ function tableView(info) {
         : h("span", { class: "muted", text: "—" }),
     keysView(column.keys),
     column.nullable ? "yes" : "no",
-    h("span", { class: "small", text: column.description || "" }),
+    h(
+      "span",
+      { class: "small" },
+      column.description || "",
+      column.join_rows_per_key != null
+        ? h("span", { class: "chip static", title: "two private tables may be joined on this column: each side keeps at most this many rows per value before the join", text: `join key: ≤ ${fmt(column.join_rows_per_key)} rows per value` })
+        : null,
+    ),
   ]);
   return h(
     "section",
