@@ -10,6 +10,7 @@ planted defect (no truncation) is caught by the same check.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -210,3 +211,15 @@ def test_the_catalog_refuses_a_bad_join_rows_per_key(tmp_path: Path, value: str)
     visits, staff = _tables(1)
     with pytest.raises(CatalogError, match="join_rows_per_key must be a whole number"):
         _session(tmp_path / "s", visits, staff, staff_key=f", join_rows_per_key = {value}")
+
+
+def test_each_query_truncates_with_its_own_fresh_hash_key(tmp_path: Path) -> None:
+    """The exact SQL is cached with a stand-in key and given each query's key afresh: the
+    truncation's hashes must use that key too, never a constant of the cached statement.
+    """
+    visits, staff = _tables(1)
+    session = _session(tmp_path / "s", visits, staff)
+    pattern = re.compile(r"MD5\('(\d+)' \|\| '\|' \|\| CASE WHEN 'join side")
+    keys = [set(pattern.findall(session.prepare(QUERIES[0], 1).exact.main)) for _ in range(3)]
+    assert all(len(k) == 2 for k in keys)  # the unit cap's and the key cap's
+    assert keys[0] != keys[1] != keys[2]

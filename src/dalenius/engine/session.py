@@ -102,7 +102,7 @@ from dalenius.plan.accuracy import (
 )
 from dalenius.plan.compile import to_dp
 from dalenius.plan.explain import Explanation, explain
-from dalenius.plan.nodes import DPQuery, Query
+from dalenius.plan.nodes import DPQuery, Query, truncates
 from dalenius.plan.protocol import (
     PRODUCTS,
     Fetch,
@@ -1332,12 +1332,12 @@ class Session:
     def _exact_sql(self, plan: DPQuery, key: tuple[Any, ...] | None, salt: int | None) -> ExactSQL:
         """The exact SQL of ``plan`` for this executor, from the plan cache under ``key`` if given."""
         dialect = self.executor.dialect
-        if plan.query.unit.kind != "id":
+        if plan.query.unit.kind != "id" and not truncates(plan.query.relation):
             if key is None:
                 return exact_queries(plan, dialect)
             return PLANS.get(self.catalog, (*key, dialect), lambda: exact_queries(plan, dialect))
-        # A fresh key for contribution bounding's hash ranking: which rows of a unit are kept
-        # must not be predictable from, or favour, any data value.
+        # A fresh key for contribution bounding's (and join truncation's) hash ranking: which
+        # rows are kept must not be predictable from, or favour, any data value.
         if salt is None:
             salt = _salt()
         if key is None or not 0 <= salt < SALT_LIMIT:

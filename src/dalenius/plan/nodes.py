@@ -340,6 +340,18 @@ class Clip:
     high: Fraction
 
 
+def truncates(relation: Relation) -> bool:
+    """Whether ``relation`` truncates the sides of a join (its SQL then needs a hash key)."""
+    match relation:
+        case Join(left=left, right=right, truncation=t):
+            return t is not None or truncates(left) or truncates(right)
+        case Filter(child=c) | Project(child=c) | UnitAggregate(child=c):
+            return truncates(c)
+        case SemiJoin(child=c, right=right):
+            return truncates(c) or truncates(right)
+    return False
+
+
 def truncated_stability(truncation: Truncation, left_rows: int, right_rows: int) -> int:
     """The most joined rows one unit changes in a truncated join (:class:`Truncation`).
 

@@ -201,8 +201,7 @@ class Compiler:
                     unit=unit,
                     unit_rows=rows,
                     dialect=self.dialect,
-                    # Each side its own key: the two orders are independent.
-                    salt=self.salt + 2 + 2 * int(tag),
+                    salt=self.salt,
                     tag=tag,
                 )
             )
