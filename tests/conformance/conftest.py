@@ -37,10 +37,11 @@ def catalogs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     """Every conformance dataset's DuckDB catalog, by name."""
     folder = tmp_path_factory.mktemp("conformance")
     heavy, light = datasets.visits_frames()
-    clinics, clinics_light = datasets.write_clinics(folder)
+    clinics, clinics_light, clinics_open = datasets.write_clinics(folder)
     return {
         "clinics": clinics,
         "clinics_light": clinics_light,
+        "clinics_open": clinics_open,
         "adult": datasets.fixture_catalog("adult"),
         "pums": datasets.fixture_catalog("pums"),
         "visits": datasets.write_visits(folder, "visits", light),

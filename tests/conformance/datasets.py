@@ -17,7 +17,8 @@
   several, over the row cap, over the group cap, NULL and boolean keys).
 * ``clinics`` and ``clinics_light``: two private tables joined on a key other than the unit
   (``clinic``, truncated per key before the join), with and without one unit of many rows on
-  the hot clinic of both tables.
+  the hot clinic of both tables; ``clinics_open``: ``clinics`` with no truncation declared
+  (elastic sensitivity).
 """
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ role = {{ type = "str", keys = ["nurse", "doctor"] }}
 """
 
 
-def write_clinics(folder: Path) -> tuple[Catalog, Catalog]:
+def write_clinics(folder: Path) -> tuple[Catalog, Catalog, Catalog]:
     """``clinics`` (with unit 1: 40 visits and 10 staff rows on clinic ``c6``, where two other
     visits and one other staff row are) and ``clinics_light`` (without it): 300 people over 7
     clinics, half the rows on ``c0`` (over its cap of rows per key on both sides), costs with
@@ -304,4 +305,12 @@ def write_clinics(folder: Path) -> tuple[Catalog, Catalog]:
         st.sample(frac=1, random_state=5).to_csv(folder / f"{name}_staff.csv", index=False)
         (folder / f"{name}.toml").write_text(CLINICS_TOML.format(name=name))
         out.append(load_catalog(folder / f"{name}.toml"))
-    return out[0], out[1]
+    # The same rows with no truncation declared: counts over the join use elastic sensitivity.
+    undeclared = CLINICS_TOML.replace(", join_rows_per_key = 5", "").replace(
+        ", join_rows_per_key = 3", ""
+    )
+    (folder / "clinics_open.toml").write_text(
+        undeclared.format(name="clinics_open").replace("clinics_open_", "clinics_")
+    )
+    out.append(load_catalog(folder / "clinics_open.toml"))
+    return out[0], out[1], out[2]

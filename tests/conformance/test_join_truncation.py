@@ -9,6 +9,7 @@ same exact answers for the same hash key (docs/mechanisms/join_truncation.md).
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -65,3 +66,28 @@ def test_every_engine_keeps_the_same_rows_of_each_side(
             want = exact_units_for(sessions_on("duckdb")["clinics"], sql, salt=salt)
             got = exact_units_for(sessions_on(engine)["clinics"], sql, salt=salt)
             assert got == want, (engine, sql, salt)
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("spark", marks=pytest.mark.spark),
+    ],
+)
+def test_every_engine_gives_the_same_counts_and_key_frequencies_for_elastic_sensitivity(
+    engine: str, sessions_on: Callable[[str], dict[str, Session]]
+) -> None:
+    sql = "SELECT COUNT(*) FROM visits v JOIN staff s ON v.clinic = s.clinic WHERE s.role = 'nurse'"
+    delta = Fraction(1, 10**6)
+    for salt in (17, 1_000_020):
+        got = []
+        for name in ("duckdb", engine):
+            session = sessions_on(name)["clinics_open"]
+            prepared = session.prepare(sql, 1, delta, salt=salt)
+            assert prepared.plan.elastic is not None
+            counts = exact_units_for(session, sql, 1, delta, salt=salt)  # prepares the tables
+            frequencies = [int(session.executor.fetch(q)[0][0]) for q in prepared.exact.frequencies]
+            got.append((counts, frequencies))
+        assert got[0] == got[1], (engine, salt)
+        assert got[0][1][0] > 40  # the hot clinic: the frequencies are not trivial

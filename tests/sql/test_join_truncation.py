@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -186,16 +187,20 @@ def test_explain_shows_the_truncation_and_the_bound(tmp_path: Path) -> None:
     assert "rows <= 28" in text
 
 
-def test_a_key_without_a_declared_truncation_is_refused_with_the_catalog_fix(
+def test_a_key_without_a_declared_truncation_falls_to_elastic_sensitivity(
     tmp_path: Path,
 ) -> None:
+    """One key without ``join_rows_per_key``: no side is truncated per key; the join is bounded
+    by elastic sensitivity (tests/sql/test_elastic_joins.py), which needs a delta."""
     visits, staff = _tables(1)
     session = _session(tmp_path / "s", visits, staff, staff_key="")
     with pytest.raises(PrivacyRefusal) as caught:
         session.prepare(QUERIES[0], 1)
     assert caught.value.clause == "JOIN"
-    assert "not their privacy unit" in caught.value.what
-    assert "join_rows_per_key on s.clinic" in (caught.value.fix or "")
+    assert "needs a delta" in caught.value.what
+    assert "join_rows_per_key" in (caught.value.fix or "")
+    plan = session.prepare(QUERIES[0], 1, Fraction(1, 10**6)).plan
+    assert plan.elastic is not None
 
 
 def test_a_left_join_of_two_private_tables_off_the_unit_is_refused(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def test_on_conditions_beside_the_keys_filter_the_joined_rows(
         (
             "SELECT COUNT(*) FROM zones z JOIN people p ON p.shop = z.region "
             "JOIN accounts a ON a.shop = p.shop",
-            "two private tables are joined on a key that is not their privacy unit",
+            "a join of two private tables without join_rows_per_key needs a delta",
         ),
         (
             "SELECT COUNT(*) FROM zones z JOIN shops s ON s.region = z.region "

@@ -130,6 +130,7 @@ def _replace(exact: ExactSQL, old: int, new: int) -> ExactSQL:
         main=put(exact.main),
         histograms=tuple((name, put(sql)) for name, sql in exact.histograms),
         reads=exact.reads,
+        frequencies=tuple(put(sql) for sql in exact.frequencies),
     )
 
 

@@ -21,6 +21,7 @@ from dalenius.core.catalog import Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InternalError
 from dalenius.core.loss import Loss
+from dalenius.engine import elastic_release
 from dalenius.engine.noise import Mechanisms, Noisy, add_noise, audited_loss, build_mechanisms
 from dalenius.engine.postprocess import Answer, exact_values, post_process
 from dalenius.engine.timing import plan_class
@@ -84,7 +85,11 @@ class QueryRelease:
         return build_mechanisms(self.plan)
 
     def privacy_map(self) -> Loss:
-        """The loss recomputed bottom-up from :attr:`mechanisms`."""
+        """The loss recomputed bottom-up from :attr:`mechanisms` (for a join bounded by elastic
+        sensitivity, from the plan's parts, whose noise is calibrated on the data).
+        """
+        if self.plan.elastic is not None:
+            return elastic_release.elastic_loss(self.plan)
         return audited_loss(self.plan, self.mechanisms)
 
     def prepare(self, dialect: Dialect, salt: int) -> Measure[Noisy]:
@@ -92,7 +97,18 @@ class QueryRelease:
         it was written, from the same range as ``salt``).
         """
         exact = self.prepared.exact
-        plan, mechanisms = self.plan, self.mechanisms
+        plan = self.plan
+        if plan.elastic is not None:
+
+            def elastic(fetch: Fetch) -> Measured[Noisy]:
+                main = fetch(exact.main, exact.reads)
+                left, right = (int(fetch(sql, exact.reads)[0][0]) for sql in exact.frequencies)
+                values = exact_values(plan, main, {})
+                noisy = elastic_release.release(plan, values, (left, right))
+                return Measured(encode(noisy), noisy)
+
+            return elastic
+        mechanisms = self.mechanisms
 
         def measure(fetch: Fetch) -> Measured[Noisy]:
             main = fetch(exact.main, exact.reads)
@@ -108,6 +124,8 @@ class QueryRelease:
 
     def publish(self, value: Noisy, confidence: float) -> Answer:
         """AVG from SUM and COUNT, error bars, HAVING and ORDER BY: post-processing, free."""
+        if self.plan.elastic is not None:
+            return elastic_release.publish(self.plan, value, confidence)
         return post_process(self.plan, value, confidence)
 
 

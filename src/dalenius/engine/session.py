@@ -1224,6 +1224,7 @@ class Session:
                     lambda: to_dp(query, eps, dlt, zcdp=zcdp, min_people=catalog.min_people),
                 )
             )
+            _timed_alike(plan, catalog)
         except QueryError as exc:  # a refusal while planning: point at its clause
             raise located(exc, sql) from None
         write = partial(self._exact_sql, plan, None if measured else key, salt)
@@ -1536,6 +1537,18 @@ def _merge(name: str, given: Any, in_sql: Fraction | None, *, allow_zero: bool) 
 
 def _accuracy(prepared: Prepared) -> dict[str, Any] | None:
     return None if prepared.allocation is None else prepared.allocation.to_dict()
+
+
+def _timed_alike(plan: DPQuery, catalog: Catalog) -> None:
+    """Refuse, on a constant-time dataset, a plan whose noise is calibrated on the data."""
+    if plan.elastic is not None and catalog.constant_time:
+        raise PrivacyRefusal(
+            "a join without join_rows_per_key is not answered on a constant-time dataset.",
+            clause="JOIN",
+            why="elastic sensitivity calibrates its noise to the data's key frequencies after "
+            "reading them, so the time a release takes would depend on the data",
+            fix="ask the custodian to declare join_rows_per_key on both join keys.",
+        )
 
 
 def _salt() -> int:

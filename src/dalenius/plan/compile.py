@@ -42,6 +42,7 @@ from dalenius.mechanisms.gaussian import IntegerGaussian
 from dalenius.mechanisms.laplace import IntegerLaplace
 from dalenius.mechanisms.partition_selection import truncated_selection
 from dalenius.plan.cost import split_equally
+from dalenius.plan.elastic import elastic_joins, elastic_plan
 from dalenius.plan.expr import Col, Expr
 from dalenius.plan.functions import Bounds
 from dalenius.plan.min_people import min_people_rule
@@ -156,6 +157,15 @@ def to_dp(
     needs = _Needs(query).measured(select=bool(private), people=min_people is not None)
     measured = rewrite(needs, Context())
     plan = _priced(measured, epsilon, delta, shares, min_people)
+    if elastic_joins(query.relation):
+        if zcdp or shares is not None:
+            raise PrivacyRefusal(
+                "a join without join_rows_per_key is planned at a given epsilon and delta only.",
+                clause="JOIN",
+                fix="give epsilon and delta (not a target error, and not on a zCDP dataset), or "
+                "ask the custodian to declare join_rows_per_key on both join keys.",
+            )
+        return elastic_plan(plan, epsilon, delta)
     if zcdp and shares is None:
         gaussian = gaussian_variant(plan, epsilon)
         if gaussian is not None and _smaller_errors(gaussian, plan):

@@ -23,6 +23,7 @@ from dalenius.plan.nodes import (
     BoundContributions,
     Clip,
     DPQuery,
+    Elastic,
     Filter,
     Join,
     Measurement,
@@ -390,6 +391,8 @@ def explain(
         )
     if query.limit is not None or query.offset:
         notes.append(f"LIMIT {query.limit} OFFSET {query.offset} (free)")
+    if plan.elastic is not None:
+        notes.append(elastic_note(plan.elastic))
     notes.extend(f"hint: {h}" for h in query_hints(query))
     notes.extend(combined_notes(query))
     return Explanation(
@@ -437,6 +440,8 @@ def describe_bounding(
     if bounding.kind == "aggregated":
         return f"BoundContributions({caps}): one row per unit from the per-unit subquery"
     truncated = [describe_truncation(j, names) for j in _truncated_joins(relation)]
+    if truncated and "Elastic(" in truncated[-1]:
+        return truncated[-1]
     if truncated:
         return (
             f"BoundContributions({caps}): the joined rows one unit can change, after "
@@ -445,10 +450,35 @@ def describe_bounding(
     return f"BoundContributions({caps}): each row is a unit (joins multiply its rows)"
 
 
+def elastic_note(elastic: Elastic) -> str:
+    """What explain says of a count over a join bounded by elastic sensitivity."""
+    return (
+        "elastic sensitivity (FLEX): each count's noise scale is 2·S/ε_m, S = max over d of "
+        "e^(−βd)·(R₁·mf₂ + R₂·mf₁ + R₁·R₂·(2d+1)) with mf the largest number of rows sharing "
+        f"one key value on each side (after the unit caps R₁ = {elastic.left_rows}, "
+        f"R₂ = {elastic.right_rows}), β = {float(elastic.beta):.4g}, δ_m = "
+        f"{float(elastic.delta):.3g}; it depends on the data, so the sensitivity and errors above "
+        "are its floor (every key value held once). The interval is computed from the two mf "
+        f"released with ε = {float(elastic.bound_epsilon):.3g} of the query's loss "
+        "(docs/mechanisms/join_truncation.md)"
+    )
+
+
 def describe_truncation(join: Join, names: dict[str, str]) -> str:
     """A truncated join as explain shows it: each side's caps and the stability they give."""
     t = join.truncation
     assert t is not None
+    if t.elastic:
+        caps = [
+            f"<= {rows} rows per {names.get(unit, unit)}"
+            for unit, rows in ((t.left_unit, t.left_rows), (t.right_unit, t.right_rows))
+            if unit and rows
+        ]
+        keys = f"{names.get(join.left_key, join.left_key)} = {names.get(join.right_key, join.right_key)}"
+        return (
+            f"Elastic({'; '.join([*caps, f'no cap per key on {keys}'])}): the noise is "
+            "calibrated to the data's key frequencies (see the note)"
+        )
     sides = []
     for key, per_key, unit, rows in (
         (join.left_key, t.left_per_key, t.left_unit, t.left_rows),

@@ -100,14 +100,23 @@ class Truncation:
     ``2·(R_left·τ_right + R_right·τ_left)`` joined rows, where ``R`` is a side's ``*_rows`` (its
     enforced cap) or, for a side whose rows are units (``*_unit`` ``None``), the rows one unit
     has there (:func:`truncated_stability`; derivation in docs/mechanisms/join_truncation.md).
+
+    Without ``*_per_key`` (a key the catalog caps nowhere) no side is truncated per key: the
+    join is bounded by elastic sensitivity instead (:mod:`dalenius.plan.elastic`), from the
+    data's key frequencies after the unit caps.
     """
 
     left_unit: str | None
     left_rows: int | None
-    left_per_key: int
+    left_per_key: int | None
     right_unit: str | None
     right_rows: int | None
-    right_per_key: int
+    right_per_key: int | None
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the join is bounded by elastic sensitivity (no key truncation)."""
+        return self.left_per_key is None or self.right_per_key is None
 
 
 @dataclass(frozen=True)
@@ -366,6 +375,10 @@ def truncated_stability(truncation: Truncation, left_rows: int, right_rows: int)
         >>> truncated_stability(t, 3, 5)
         44
     """
+    if truncation.left_per_key is None or truncation.right_per_key is None:
+        # Elastic: the data decides the noise (dalenius.plan.elastic); this is its floor, each
+        # key value held once, and never calibrates noise.
+        return left_rows * right_rows
     return 2 * (left_rows * truncation.right_per_key + right_rows * truncation.left_per_key)
 
 
@@ -672,6 +685,25 @@ class MeasuredQuery:
 
 
 @dataclass(frozen=True)
+class Elastic:
+    """How a count over a join bounded by elastic sensitivity is released
+    (:mod:`dalenius.plan.elastic`).
+
+    Attributes:
+        left_rows, right_rows: each side's row cap per unit (``R``).
+        bound_epsilon: the ε that releases the two noisy key frequencies (for the intervals).
+        delta: each count's share of δ.
+        beta: the smoothness each count's bound is computed with.
+    """
+
+    left_rows: int
+    right_rows: int
+    bound_epsilon: Fraction
+    delta: Fraction
+    beta: Fraction
+
+
+@dataclass(frozen=True)
 class DPQuery:
     """A query ready to run privately: measurements, statistics, selection, and the total loss."""
 
@@ -681,6 +713,7 @@ class DPQuery:
     selection: Selection | None
     loss: PureDP | ApproxDP | ZCDP
     min_people: MinPeople | None = field(default=None, metadata={"omit_none": True})
+    elastic: Elastic | None = field(default=None, metadata={"omit_none": True})
 
     @property
     def group_by(self) -> tuple[GroupKey, ...]:

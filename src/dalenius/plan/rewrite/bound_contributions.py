@@ -51,7 +51,7 @@ def bound_contributions(plan: Plan, context: Context) -> Plan:
         return plan
     unit = plan.unit
     if unit.kind == "row":
-        m = _row_multiplicity(plan.relation)
+        m = row_multiplicity(plan.relation)
         bounding = BoundContributions(plan.relation, None, m, m, "row")
     else:
         bounding = BoundContributions(
@@ -60,21 +60,22 @@ def bound_contributions(plan: Plan, context: Context) -> Plan:
     return plan if bounding == plan.bounding else replace(plan, bounding=bounding)
 
 
-def _row_multiplicity(relation: Relation) -> int:
+def row_multiplicity(relation: Relation) -> int:
+    """The most rows of ``relation`` one row unit changes: its joins' multiplicities."""
     match relation:
         case Scan():
             return 1
         case Filter(child=c) | Project(child=c) | UnitAggregate(child=c) | SemiJoin(child=c):
             # A semi-join keeps or drops each row; it never repeats one.
-            return _row_multiplicity(c)
+            return row_multiplicity(c)
         case Join(left=left, right=right, truncation=Truncation() as t):
             # Each side bounded before joining: an id side by its enforced cap, a side of row
             # units by what its own joins multiply one row into.
             return truncated_stability(
                 t,
-                t.left_rows or _row_multiplicity(left),
-                t.right_rows or _row_multiplicity(right),
-            )
+                t.left_rows or row_multiplicity(left),
+                t.right_rows or row_multiplicity(right),
+            )  # for an elastic join, a floor the compiler replaces (dalenius.plan.elastic)
         case Join(left=left, multiplicity=m, kind=kind):
-            return _row_multiplicity(left) * max(m, 1 if kind == "left" else m)
+            return row_multiplicity(left) * max(m, 1 if kind == "left" else m)
     raise AssertionError(f"unknown relation {relation!r}")

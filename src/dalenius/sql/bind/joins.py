@@ -262,46 +262,44 @@ class _Joins(_Aggregates):
         Each side keeps at most its key column's ``join_rows_per_key`` rows per key value (and
         an ``id`` side first at most its unit's row cap), so one unit changes a bounded number of
         joined rows (:class:`~dalenius.plan.nodes.Truncation`); the joined rows have no single
-        owner any more, so they are bounded as rows, not per unit, from then on. Refused, with
-        the catalog line that would allow it, when a key declares no truncation; refused for a
-        LEFT JOIN, whose unmatched rows the bound does not cover.
+        owner any more, so they are bounded as rows, not per unit, from then on. When a key
+        declares no truncation, only the unit caps apply and the join is bounded by elastic
+        sensitivity (:mod:`dalenius.plan.elastic`, which refuses what it cannot plan); a LEFT
+        JOIN is refused, its unmatched rows not covered by either bound.
         """
         assert left.unit is not None and right.unit is not None
         lf, rf = (
             next(f for f in s.fields if f.id == k)
             for s, k in ((left, left_key), (right, right_key))
         )
-        missing = [f for f in (lf, rf) if f.join_rows_per_key is None]
-        if missing or join_kind != "inner" or "aggregated" in (left.unit.kind, right.unit.kind):
-            names = " and ".join(f"{f.qualifier}.{f.name}" for f in missing or (lf, rf))
+        if join_kind != "inner" or "aggregated" in (left.unit.kind, right.unit.kind):
             raise self.error(
-                "two private tables are joined on a key that is not their privacy unit."
-                if missing
-                else "a LEFT JOIN of two private tables must be on their privacy unit.",
+                "a LEFT JOIN of two private tables must be on their privacy unit.",
                 join,
                 clause="JOIN",
                 why="one person's rows could meet any number of others' rows; a join on another "
-                "key is bounded by keeping at most a declared number of rows per key value on "
-                "each side, which the catalog declares for "
-                + (f"{names} nowhere" if missing else "inner joins only"),
-                fix=(
-                    "join on the id column both tables declare as privacy_unit (ON a.pid = b.pid), "
-                    f"or ask the custodian to declare join_rows_per_key on {names}."
-                    if missing
-                    else "use JOIN, or join on the privacy unit."
-                ),
+                "key is bounded only for inner joins, whose unmatched rows are dropped",
+                fix="use JOIN, or join on the privacy unit.",
                 privacy=True,
             )
+        # Both keys declared: truncation; otherwise elastic sensitivity (plan/elastic.py),
+        # which refuses what it cannot answer once the aggregates and δ are known.
+        both = lf.join_rows_per_key is not None and rf.join_rows_per_key is not None
         truncation = Truncation(
             left_unit=left.unit.field if left.unit.kind == "id" else None,
             left_rows=left.unit.max_rows if left.unit.kind == "id" else None,
-            left_per_key=lf.join_rows_per_key or 1,
+            left_per_key=lf.join_rows_per_key if both else None,
             right_unit=right.unit.field if right.unit.kind == "id" else None,
             right_rows=right.unit.max_rows if right.unit.kind == "id" else None,
-            right_per_key=rf.join_rows_per_key or 1,
+            right_per_key=rf.join_rows_per_key if both else None,
         )
         relation = Join(
             left.relation, right.relation, left_key, right_key, "inner", truncation=truncation
+        )
+        how = (
+            f"at most {lf.join_rows_per_key} and {rf.join_rows_per_key} rows per key"
+            if both
+            else "bounded by elastic sensitivity"
         )
         unit = UnitSpec(
             "row",
@@ -309,8 +307,7 @@ class _Joins(_Aggregates):
             1,
             1,
             f"rows of {left.unit.description} joined on {lf.qualifier}.{lf.name} with "
-            f"{right.unit.description}, at most {lf.join_rows_per_key} and "
-            f"{rf.join_rows_per_key} rows per key",
+            f"{right.unit.description}, {how}",
         )
         return _Source(relation, left.fields + right.fields, unit, left.tables + right.tables)
 

@@ -60,7 +60,7 @@ from dalenius.sql.emit.numeric import (
     _scaled,
     _wide,
 )
-from dalenius.sql.emit.truncation import truncated_side
+from dalenius.sql.emit.truncation import key_frequency, truncated_side
 from dalenius.sql.emit.writing import _col, _negated, _quoted
 
 _BINARY: dict[str, type[exp.Binary]] = {
@@ -104,6 +104,8 @@ class Compiler:
         """Keys the hash that truncates the sides of a private join (drawn per query)."""
         self.truncated = 0
         """How many join sides have been truncated (names their rank columns apart)."""
+        self.frequencies: list[exp.Select] = []
+        """Per side of an elastic join, the statement of its largest key frequency."""
         """The names the query reads (:func:`read_names`): a scan projects only these fields
         (all of them when ``None``)."""
         self.computed: set[str] = set()
@@ -191,20 +193,21 @@ class Compiler:
             columns = [f.id for f in output_fields(side) if self.read is None or f.id in self.read]
             tag = str(self.truncated)
             self.truncated += 1
-            sides.append(
-                truncated_side(
-                    sql,
-                    columns=columns,
-                    types=self.hash_kinds(columns),
-                    key=key,
-                    per_key=per_key,
-                    unit=unit,
-                    unit_rows=rows,
-                    dialect=self.dialect,
-                    salt=self.salt,
-                    tag=tag,
-                )
+            kept = truncated_side(
+                sql,
+                columns=columns,
+                types=self.hash_kinds(columns),
+                key=key,
+                per_key=per_key,
+                unit=unit,
+                unit_rows=rows,
+                dialect=self.dialect,
+                salt=self.salt,
+                tag=tag,
             )
+            if per_key is None:
+                self.frequencies.append(key_frequency(kept.copy(), key))
+            sides.append(kept)
         return sides[0], sides[1]
 
     def _semi_join(self, relation: SemiJoin) -> exp.Select:

@@ -36,10 +36,13 @@ class ExactSQL:
     """Each table the statements scan (by its catalog name, sorted) with the columns they read
     of it (sorted): an executor may scan a relation of just those columns
     (:meth:`dalenius.executors.base.Executor.scoped`)."""
+    frequencies: tuple[str, ...] = ()
+    """For a join bounded by elastic sensitivity, the statements giving each side's largest key
+    frequency after its unit caps (one row, one integer each; :mod:`dalenius.plan.elastic`)."""
 
     def all(self) -> str:
         """Every statement, for explain output."""
-        return ";\n".join([self.main, *(sql for _, sql in self.histograms)])
+        return ";\n".join([self.main, *(sql for _, sql in self.histograms), *self.frequencies])
 
 
 def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int = 0) -> ExactSQL:
@@ -171,7 +174,12 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
             unit = _sql(compiler.expression(m.arg), dialect)
             sql = degree_counts(prefix, source, key_sql, group_sql, condition_sql, unit, m.name)
             histograms.append((m.name, sql))
-    return ExactSQL(main=main, histograms=tuple(histograms), reads=compiler.reads())
+    return ExactSQL(
+        main=main,
+        histograms=tuple(histograms),
+        reads=compiler.reads(),
+        frequencies=tuple(_sql(f, dialect) for f in compiler.frequencies),
+    )
 
 
 def read_names(plan: DPQuery) -> frozenset[str]:

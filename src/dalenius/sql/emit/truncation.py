@@ -26,7 +26,7 @@ def truncated_side(
     columns: list[str],
     types: Mapping[str, str],
     key: str,
-    per_key: int,
+    per_key: int | None,
     unit: str | None,
     unit_rows: int | None,
     dialect: Dialect,
@@ -66,7 +66,24 @@ def truncated_side(
     )
     if unit is not None and unit_rows is not None:
         current = _kept(current, unit, unit_rows, typed, dialect, salt, f"__unit_rank{tag}")
+    if per_key is None:  # elastic sensitivity: the unit caps only
+        return current
     return _kept(current, key, per_key, typed, dialect, salt + 1, f"__key_rank{tag}")
+
+
+def key_frequency(side: exp.Select, key: str) -> exp.Select:
+    """The most rows of ``side`` sharing one value of ``key`` (0 when it has none): the ``mf`` of
+    elastic sensitivity (:mod:`dalenius.plan.elastic`).
+    """
+    counts = (
+        exp.select(exp.alias_(exp.Count(this=exp.Star()), "__n", copy=False))
+        .from_(side.subquery("__sides", copy=False), copy=False)
+        .group_by(_col(key), copy=False)
+    )
+    top = exp.Coalesce(this=exp.Max(this=exp.column("__n")), expressions=[exp.Literal.number(0)])
+    return exp.select(exp.alias_(top, "__mf", copy=False)).from_(
+        counts.subquery("__counts", copy=False), copy=False
+    )
 
 
 def _kept(
