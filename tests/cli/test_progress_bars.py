@@ -82,3 +82,41 @@ def test_the_attack_labs_bar_writes_nothing_off_a_terminal(
     with progress_bar(3, "linking", enabled=True) as advance:
         advance(3)
     assert "3/3" in capsys.readouterr().err
+
+
+SURVEY = """
+[tables.answers]
+source = { csv = "answers.csv" }
+privacy_unit = "row"
+columns = { a = { type = "int", keys = [0, 1, 2] }, b = { type = "str", keys = ["x", "y"] }, c = { type = "int", keys = [0, 1] } }
+"""
+
+
+@pytest.mark.parametrize("method", ["aim", "mst"])
+def test_synthesize_draws_its_rounds_on_a_terminal_only(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+) -> None:
+    rows = [f"{i % 3},{'xy'[i % 2]},{(i // 3) % 2}" for i in range(300)]
+    (tmp_path / "answers.csv").write_text("a,b,c\n" + "\n".join(rows) + "\n")
+    (tmp_path / "s.toml").write_text(SURVEY)
+
+    def run(name: str, *extra: str) -> tuple[str, str]:
+        argv = ["synthesize", "--method", method, "--catalog", str(tmp_path / "s.toml")]
+        argv += ["--table", "answers", "--epsilon", "1", "--delta", "1e-9", "--rows", "50"]
+        argv += ["--budget", "10", "--budget-delta", "1e-6", "--ledger", str(tmp_path / "l.db")]
+        # Each run its own request (its own filter), so none is answered from the ledger.
+        argv += ["--where", f"'{name}' <> 'x'", "--out", str(tmp_path / f"{name}.csv"), *extra]
+        assert main(argv) == 0
+        return capsys.readouterr()
+
+    out, err = run("0")
+    assert err == "" and "\x1b" not in out and "Wrote" in out  # piped: nothing on stderr
+    _terminal(monkeypatch)
+    out, err = run("1")
+    assert "\x1b" not in out and "Wrote" in out  # the bar never touches the output
+    assert f"{method.upper()} rounds" in err and "measured" in err and "ρ" in err
+    for flag in ("--quiet", "--json"):  # the table's loading bar is not the rounds' to hide
+        assert "rounds" not in run(flag.strip("-"), flag)[1]

@@ -31,7 +31,7 @@ from dalenius.core.errors import (
     ExecutionError,
     QueryError,
 )
-from dalenius.core.loss import PureDP
+from dalenius.core.loss import ApproxDP, PureDP
 from dalenius.engine import timing
 from dalenius.engine.calibrate import calibrate, class_queries
 from dalenius.engine.result import PerturbationResult
@@ -216,6 +216,30 @@ def test_plan_classes_come_from_the_plan(tmp_path: Path) -> None:
 
 
 # -- every outcome at the deadline -------------------------------------------------------------
+
+
+def test_a_synthesiser_reports_its_rounds_only_once_the_answer_has_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When each round ends is timing the deadline hides: in constant-time mode the progress
+    callback hears every round, but only after the release waited for its deadline."""
+    catalog = load_catalog(write_catalog(tmp_path))
+    with_deadlines(catalog, aim=60_000.0, synthetic=60_000.0)
+    events: list[str] = []
+    monkeypatch.setattr(timing, "wait_until", lambda _: events.append("deadline"))
+    budget = ApproxDP(Fraction(4), Fraction(1, 10**6))
+    with dalenius.connect(catalog, budget=budget) as session:
+        for method in ("aim", "mst"):
+            events.clear()
+            session.synthesize(
+                "t",
+                epsilon=1,
+                delta=1e-9,
+                method=method,
+                progress=lambda done: events.append(f"round {done.round}"),
+            )
+            assert events[0] == "deadline" and len(events) > 1
+            assert events[1:] == [f"round {k}" for k in range(1, len(events))]
 
 
 def test_an_answer_leaves_exactly_at_the_deadline(tmp_path: Path, recorded: list[float]) -> None:

@@ -39,7 +39,13 @@ from dalenius.releases.aim import (
     workload_candidates,
 )
 from dalenius.releases.junction import NoisyMarginal, estimate
-from dalenius.releases.synth_table import Contingency, em_epsilon, marginal, workload_error
+from dalenius.releases.synth_table import (
+    Contingency,
+    SynthesisRound,
+    em_epsilon,
+    marginal,
+    workload_error,
+)
 from dalenius.releases.synthetic import SynthRequest, plan_synthetic
 
 CATALOG = """
@@ -163,6 +169,51 @@ def test_the_runs_spend_at_most_rho_whatever_they_select(tmp_path: Path) -> None
         assert record.spent() >= plan.rho * Fraction(99, 100)  # the last round spends the rest
         assert len(record.selections) == len(record.marginals) - len(plan.domains)
         record.cliques(len(plan.domains))  # the measured sets stay decomposable
+
+
+def test_progress_is_told_each_round_once_with_the_rho_drawn_never_past_rho(
+    tmp_path: Path,
+) -> None:
+    """Whole runs (seeded draws, varied ρ and workloads, annealing): the callback hears
+    rounds 1, 2, … once each, never more than the most rounds announced, the ρ drawn grows and
+    never passes ρ, ends at what the record drew, and each marginal is the one measured."""
+    path = write(tmp_path, answers(persons=800))
+    table = exact_table(path, plan_on(path))
+    choose = random.Random(12)
+    for run in range(12):
+        rho = Fraction(choose.randint(1, 2000), 1000)
+        seen: list[SynthesisRound] = []
+        plan = replace(plan_on(path, degree=choose.choice([2, 3]), rho=rho), progress=seen.append)
+        record = plan.measure(table, rng=SeededRandom(100 + run))
+        assert [r.round for r in seen] == list(range(1, len(record.selections) + 1))
+        assert all(r.rounds == plan.max_rounds() >= r.round for r in seen)
+        spent = [r.spent for r in seen]
+        assert spent == sorted(spent) and len(set(spent)) == len(spent)
+        assert all(r.rho == rho and r.method == "aim" for r in seen)
+        assert spent[-1] == record.spent() <= rho
+        names = [d.name for d in plan.domains]
+        measured = record.marginals[len(plan.domains) :]
+        assert [r.marginal for r in seen] == [tuple(names[a] for a in m.attrs) for m in measured]
+
+
+def test_the_most_rounds_is_the_run_that_never_anneals(tmp_path: Path) -> None:
+    """``max_rounds`` replays the schedule without annealing: the odometer of that run, charged
+    round by round, stops exactly there."""
+    plan = plan_on(write(tmp_path, answers(persons=100)))
+    d = len(plan.domains)
+    assert plan.max_rounds() >= plan.rounds - d  # about 15·d: the 1-way marginals cost 0.9·d rounds
+    odometer = Odometer(plan.rho)
+    for _ in range(d):
+        odometer.charge(plan.gaussian(plan.first_rho))
+    schedule, taken = Schedule(plan.rho / plan.rounds), 0
+    while True:
+        gaussian, selection, last = schedule.next(odometer.remaining)
+        odometer.charge(plan.selector(selection))
+        odometer.charge(plan.gaussian(gaussian))
+        taken += 1
+        if last:
+            break
+    assert taken == plan.max_rounds()
 
 
 def test_the_privacy_map_is_the_declared_loss_and_catches_noise_below_the_sensitivity(

@@ -17,7 +17,7 @@ from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import ApproxDP
 from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.releases.synth_table import Contingency, em_epsilon, marginal
+from dalenius.releases.synth_table import Contingency, SynthesisRound, em_epsilon, marginal
 from dalenius.releases.synthetic import (
     Measurements,
     SynthRequest,
@@ -133,6 +133,24 @@ def test_a_release_finds_the_dependent_pair_and_is_charged_once(tmp_path: Path) 
     again = session.synthesize("answers", epsilon=1, delta=1e-9, bins=5)
     assert again.cached and again.to_pandas().equals(synthetic)
     assert session.remaining() == ApproxDP(Fraction(1), Fraction(9, 10**9))
+
+
+def test_progress_hears_each_tree_round_once_with_the_rho_drawn(tmp_path: Path) -> None:
+    """Python's ``progress=``: MST's d − 1 rounds, each after its pair is selected and measured,
+    with the ρ drawn growing to at most ρ; the pairs are the tree's edges. A repeated request
+    runs no rounds."""
+    session = dalenius.connect(
+        write(tmp_path, answers(persons=500)), budget=ApproxDP(Fraction(2), Fraction(1, 10**8))
+    )
+    seen: list[SynthesisRound] = []
+    result = session.synthesize("answers", epsilon=1, delta=1e-9, bins=5, progress=seen.append)
+    assert [(r.round, r.rounds, r.method) for r in seen] == [(1, 2, "mst"), (2, 2, "mst")]
+    assert [r.marginal for r in seen] == list(result.release.edges)
+    rho = seen[0].rho
+    assert seen[0].spent < seen[1].spent <= rho
+    assert seen[1].spent >= rho * Fraction(999, 1000)  # the selections' ε is rounded down
+    session.synthesize("answers", epsilon=1, delta=1e-9, bins=5, progress=seen.append)
+    assert len(seen) == 2
 
 
 def test_workload_error_is_small_at_epsilon_one(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ through the gateway."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from pathlib import Path
 
@@ -195,6 +196,43 @@ def test_synthetic_rows_are_released_through_the_gateway_and_fetched_again(
         again = client.get(f"/v1/datasets/census/releases/{doc['entry_id']}", headers=headers)
         assert again.status_code == 200 and again.json()["data"] == doc["data"]
         assert again.json()["method"] == doc["method"]
+        assert gateway.ledger.remaining("alice", "census") == ApproxDP(
+            Fraction(1), Fraction(1, 10**5) - Fraction(1, 10**6)
+        )
+    finally:
+        gateway.close()
+
+
+@pytest.mark.parametrize("method", ["mst", "aim"])
+def test_the_synthesis_stream_shows_each_round_then_the_answer(
+    demo_catalog: Path, method: str
+) -> None:
+    budget = ApproxDP(Fraction(2), Fraction(1, 10**5))
+    gateway, client, token = approx_gateway(demo_catalog, budget)
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        body = {**SYNTHESIZE, "method": method}
+        path = "/v1/datasets/census/synthesize/progress"
+        answer = client.post(path, json=body, headers=headers)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].startswith("application/x-ndjson")
+        lines = [json.loads(line) for line in answer.text.splitlines()]
+        rounds = [line["progress"] for line in lines[:-1]]
+        assert [r["round"] for r in rounds] == list(range(1, len(rounds) + 1))
+        assert all(r["method"] == method and r["round"] <= r["rounds"] for r in rounds)
+        spent = [Fraction(r["rho_spent_exact"]) for r in rounds]
+        assert spent == sorted(spent) and spent[-1] <= Fraction(rounds[0]["rho_exact"])
+        assert all(set(r["marginal"]) <= {"sex", "education", "age"} for r in rounds)
+        last = lines[-1]
+        assert last["method"] == method and len(last["data"]["age"]) == 500
+        if method == "mst":
+            assert [tuple(r["marginal"]) for r in rounds] == [tuple(e) for e in last["edges"]]
+        # The same request again is its answer alone, at no cost; a refusal is a plain 400.
+        again = client.post(path, json=body, headers=headers)
+        [only] = [json.loads(line) for line in again.text.splitlines()]
+        assert only["cached"] and only["data"] == last["data"]
+        refused = client.post(path, json={**body, "degree": 3, "method": "mst"}, headers=headers)
+        assert refused.status_code == 400 and "degree is AIM's workload" in refused.text
         assert gateway.ledger.remaining("alice", "census") == ApproxDP(
             Fraction(1), Fraction(1, 10**5) - Fraction(1, 10**6)
         )

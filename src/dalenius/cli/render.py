@@ -164,13 +164,15 @@ def _print_records(console: Console, result: Result, cells: list[list[Cell]]) ->
 
 
 class Update(Protocol):
-    """Advance a bar: ``update(done)``, or ``update(done, total)`` when the total is learnt late."""
+    """Advance a bar: ``update(done)``, or ``update(done, total)`` when the total is learnt late;
+    ``note`` replaces the short text drawn after the count (what the step is doing now).
+    """
 
-    def __call__(self, done: int, total: int | None = None) -> None:
+    def __call__(self, done: int, total: int | None = None, note: str | None = None) -> None:
         """``done`` units of work finished (of ``total``, if given)."""
 
 
-def _ignore(done: int, total: int | None = None) -> None:
+def _ignore(done: int, total: int | None = None, note: str | None = None) -> None:
     """The update of a bar that is not drawn."""
 
 
@@ -212,17 +214,19 @@ def progress(label: str, total: int | None, unit: str, *, enabled: bool = True) 
         BarColumn(),
         Count(),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[note]}", markup=False),
         transient=True,
         console=Console(stderr=True),
     )
     with bar:
-        task = bar.add_task(label, total=total)
+        task = bar.add_task(label, total=total, note="")
 
-        def update(done: int, total: int | None = None) -> None:
+        def update(done: int, total: int | None = None, note: str | None = None) -> None:
+            fields: dict[str, Any] = {} if note is None else {"note": note}
             if total is None:
-                bar.update(task, completed=done)
+                bar.update(task, completed=done, **fields)
             else:
-                bar.update(task, completed=done, total=total)
+                bar.update(task, completed=done, total=total, **fields)
 
         yield update
 

@@ -18,9 +18,11 @@ from dalenius.cli.common import (
     release_session,
     write_frame,
 )
+from dalenius.cli.render import progress
 from dalenius.core.errors import ConfigurationError
 from dalenius.engine.result import OnTheMapResult, SyntheticResult
 from dalenius.engine.session import Session
+from dalenius.releases.synth_table import SynthesisRound
 
 
 def register(sub: Any) -> None:
@@ -102,6 +104,12 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--out", required=True, metavar="FILE", help="where to write the rows: .parquet or .csv"
     )
+    parser.add_argument(
+        "--quiet",
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (drawn on standard error only when it is a terminal)",
+    )
     add_ledger_options(parser)
     add_json_option(parser)
     parser.set_defaults(func=run_synthesize)
@@ -116,18 +124,25 @@ def run_synthesize(args: argparse.Namespace) -> int:
         if args.method == "onthemap":
             result = _onthemap(session, args)
         else:
-            result = session.synthesize(
-                args.table,
-                args.column,
-                epsilon=args.epsilon,
-                delta=args.delta,
-                rho=args.rho,
-                bins=args.bins,
-                rows=args.rows,
-                where=args.where,
-                method=args.method,
-                degree=args.degree,
-            )
+            with progress(
+                f"{args.method.upper()} rounds",
+                None,
+                "rounds",
+                enabled=not (args.quiet or args.json),
+            ) as update:
+                result = session.synthesize(
+                    args.table,
+                    args.column,
+                    epsilon=args.epsilon,
+                    delta=args.delta,
+                    rho=args.rho,
+                    bins=args.bins,
+                    rows=args.rows,
+                    where=args.where,
+                    method=args.method,
+                    degree=args.degree,
+                    progress=lambda done: update(done.round, done.rounds, round_note(done)),
+                )
     write_frame(result.to_pandas(), out, as_text=True)
     if args.json:
         emit_json({**result.to_dict(), "out": str(out)})
@@ -135,6 +150,13 @@ def run_synthesize(args: argparse.Namespace) -> int:
         print(result)
         print(f"Wrote {out}")
     return EXIT_OK
+
+
+def round_note(done: SynthesisRound) -> str:
+    """What the bar says after a round: the ρ drawn of the total, and the marginal measured."""
+    return (
+        f"ρ {float(done.spent):.3g} of {float(done.rho):.3g} · measured {' × '.join(done.marginal)}"
+    )
 
 
 def _onthemap(session: Session, args: argparse.Namespace) -> OnTheMapResult:

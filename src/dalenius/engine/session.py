@@ -126,6 +126,7 @@ from dalenius.releases.density import DensityPlan, DensityRequest, plan_density
 from dalenius.releases.hierarchy import HierarchyPlan, HierarchyRequest, plan_hierarchy
 from dalenius.releases.onthemap import OnTheMapPlan, OnTheMapRequest, plan_onthemap
 from dalenius.releases.perturbation import PerturbationRequest, plan_perturbation
+from dalenius.releases.synth_table import Progress, SynthesisRound
 from dalenius.releases.synthetic import SynthPlan, SynthRequest, plan_synthetic
 from dalenius.sql.bind import Resolved, to_query
 from dalenius.sql.emit import ExactSQL, exact_queries
@@ -953,6 +954,7 @@ class Session:
         method: str = "mst",
         degree: int | None = None,
         idempotency_key: str | None = None,
+        progress: Progress | None = None,
     ) -> SyntheticResult:
         """Release synthetic rows of ``table`` (every column with public keys or bounds by
         default; numeric columns in ``bins`` bins). Needs ``epsilon`` and ``delta``, or ``rho``.
@@ -961,6 +963,12 @@ class Session:
         marginals; ``method="aim"`` chooses, round after round, the marginals its model fits
         worst among the workload's — every ``degree``-way marginal (2 by default, or 3). The
         same request gives back the same rows at no cost. See ``docs/releases/synthetic.md``.
+
+        ``progress``, if given, is called after each round with a
+        :class:`~dalenius.releases.synth_table.SynthesisRound`: the round, the most rounds
+        there can be, the ρ drawn so far and the marginal just measured (never an exact count).
+        An answer repeated from the ledger runs no rounds; in constant-time mode the rounds are
+        reported only once the answer is out, since their timing is what the deadline hides.
         """
 
         def build(catalog: Catalog) -> SynthPlan | AimPlan:
@@ -987,7 +995,16 @@ class Session:
 
         using = f" WITH AIM({2 if degree is None else degree})" if method == "aim" else ""
         text = f"SYNTHETIC({', '.join(columns or ['*'])}) FROM {table}{using}"
-        result = self.spend(build, text=text, idempotency_key=idempotency_key)
+        held: list[SynthesisRound] = []
+        report = held.append if progress is not None and self.catalog.constant_time else progress
+        result = self.spend(
+            lambda catalog: replace(build(catalog), progress=report),
+            text=text,
+            idempotency_key=idempotency_key,
+        )
+        for done in held:  # constant-time mode: only now that the answer has left
+            assert progress is not None
+            progress(done)
         return cast(SyntheticResult, result)
 
     def onthemap(

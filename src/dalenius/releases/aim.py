@@ -111,6 +111,13 @@ class AimRequest:
     degree: int = 2
 
 
+def cost_of(mechanism: IntegerGaussian | ExponentialMechanism) -> Fraction:
+    """A mechanism's ρ as calibrated: a Gaussian's ρ, an exponential mechanism's ε²/8."""
+    if isinstance(mechanism, ExponentialMechanism):
+        return mechanism.epsilon * mechanism.epsilon / 8
+    return rho_of(mechanism.loss)
+
+
 class Odometer:
     """The run's ρ, charged mechanism by mechanism before each draws; past the cap it refuses.
 
@@ -129,10 +136,7 @@ class Odometer:
 
     def charge(self, mechanism: IntegerGaussian | ExponentialMechanism) -> None:
         """Charge one mechanism, or refuse it (a defect: the schedule never overspends)."""
-        if isinstance(mechanism, ExponentialMechanism):
-            cost = mechanism.epsilon * mechanism.epsilon / 8
-        else:
-            cost = rho_of(mechanism.loss)
+        cost = cost_of(mechanism)
         if self.spent + cost > self.cap:
             raise InternalError(
                 f"AIM asked for a mechanism costing ρ = {cost} with {self.remaining} left."
@@ -258,6 +262,7 @@ class AimPlan(SynthesisSteps[AimRecord]):
 
     answer_format: ClassVar[str] = AIM_FORMAT
     plan_class: ClassVar[str] = "aim"
+    method: ClassVar[str] = "aim"
 
     @property
     def using(self) -> str:
@@ -278,6 +283,24 @@ class AimPlan(SynthesisSteps[AimRecord]):
     def rounds(self) -> int:
         """AIM's planned rounds ``T = 16·d``."""
         return ROUNDS_PER_COLUMN * len(self.domains)
+
+    def max_rounds(self) -> int:
+        """The most rounds a run can take: the schedule's, were it never to anneal.
+
+        Annealing makes every later round four times dearer and the last round comes when what
+        is left cannot pay two, so a run that anneals only ends sooner. Public: ρ, d and R only.
+        """
+        remaining = self.rho - len(self.domains) * cost_of(self.gaussian(self.first_rho))
+        schedule = Schedule(self.rho / self.rounds)
+        rounds = 0
+        while True:
+            gaussian_rho, selection_rho, last = schedule.next(remaining)
+            rounds += 1
+            if last:
+                return rounds
+            remaining -= cost_of(self.selector(selection_rho)) + cost_of(
+                self.gaussian(gaussian_rho)
+            )
 
     @property
     def first_rho(self) -> Fraction:
@@ -336,7 +359,8 @@ class AimPlan(SynthesisSteps[AimRecord]):
         """Steps 1–5: the 1-way marginals, then selected, measured, annealed rounds.
 
         Every mechanism is charged to the odometer before it draws; the record's own sum of
-        what was drawn is checked against ρ once more at the end.
+        what was drawn is checked against ρ once more at the end. After each round the progress
+        callback, if any, learns the round, the ρ drawn so far and the marginal selected.
         """
         sizes, d = self.sizes, len(self.domains)
         odometer = Odometer(self.rho)
@@ -352,6 +376,7 @@ class AimPlan(SynthesisSteps[AimRecord]):
         model = estimate(record.marginals, sizes, cliques)
         schedule = Schedule(self.rho / self.rounds)
         eligible = Eligibility(candidates, sizes)
+        most = self.max_rounds() if self.progress is not None else 0
         while True:
             gaussian_rho, selection_rho, last = schedule.next(odometer.remaining)
             selector, gaussian = self.selector(selection_rho), self.gaussian(gaussian_rho)
@@ -367,6 +392,7 @@ class AimPlan(SynthesisSteps[AimRecord]):
             record.add(NoisyMarginal(chosen, measured, float(gaussian.sigma2)), gaussian_rho)
             record.selections.append(selector.epsilon)
             model = estimate(record.marginals, sizes, cliques)
+            self.report(len(record.selections), most, odometer.spent, chosen)
             if last:
                 break
             moved = float(np.abs(model.counts(chosen) - before).sum())

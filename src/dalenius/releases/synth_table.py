@@ -159,6 +159,28 @@ M = TypeVar("M", bound=Recordable)
 
 
 @dataclass(frozen=True)
+class SynthesisRound:
+    """One round of a synthesiser, as a progress display shows it: round ``round`` of at most
+    ``rounds``, the ρ its mechanisms have drawn so far (as calibrated, never more than ``rho``)
+    and the columns of the marginal it has just selected and measured.
+
+    Nothing here is an exact quantity: the marginal is the exponential mechanism's output and the
+    ρ spent follows from earlier noisy answers; both are in the release's ledger record.
+    """
+
+    method: str
+    round: int
+    rounds: int
+    spent: Fraction
+    rho: Fraction
+    marginal: tuple[str, ...]
+
+
+Progress = Callable[[SynthesisRound], None]
+"""Called by a synthesiser after each round (``Session.synthesize(progress=...)``)."""
+
+
+@dataclass(frozen=True)
 class SynthesisSteps(ABC, Generic[M]):
     """A synthetic release ready to run, and the release protocol's steps every synthesiser
     shares: the exact contingency statement, the measurements behind the gate with a sampling seed
@@ -166,7 +188,8 @@ class SynthesisSteps(ABC, Generic[M]):
     from a record.
 
     A synthesiser's plan supplies :meth:`measure`, :meth:`measurements_from`, :meth:`synthesise`,
-    its privacy map and fingerprint.
+    its privacy map and fingerprint; its :meth:`measure` calls :meth:`report` after each round so
+    ``progress`` (which is no part of the request or its fingerprint) can show a long run.
     """
 
     request: Any
@@ -176,9 +199,11 @@ class SynthesisSteps(ABC, Generic[M]):
     loss: Loss
     rho: Fraction
     max_rows: int
+    progress: Progress | None = field(default=None, compare=False, repr=False)
 
     kind: ClassVar[str] = "synthetic"
     answer_format: ClassVar[str]
+    method: ClassVar[str]
 
     @property
     def using(self) -> str:
@@ -191,6 +216,14 @@ class SynthesisSteps(ABC, Generic[M]):
         where = f" WHERE {self.request.where}" if self.request.where else ""
         names = ", ".join(d.name for d in self.domains)
         return f"SYNTHETIC({names}) FROM {self.request.table}{where}{self.using}"
+
+    def report(self, done: int, rounds: int, spent: Fraction, attrs: Sequence[int]) -> None:
+        """Tell the progress callback, if any, that round ``done`` of at most ``rounds`` measured
+        the marginal on ``attrs``, with ``spent`` of ρ drawn so far.
+        """
+        if self.progress is not None:
+            names = tuple(self.domains[a].name for a in attrs)
+            self.progress(SynthesisRound(self.method, done, rounds, spent, self.rho, names))
 
     @abstractmethod
     def measure(self, table: Contingency, rng: RandomSource | None = None) -> M:

@@ -7,7 +7,8 @@ whose low-order statistics follow the real table's:
 2. **select** the d − 1 pairs of columns that best explain the data, as a maximum spanning tree:
    each round the exponential mechanism picks, among the pairs that join two components, one
    whose 2-way counts are far from what the noisy 1-way counts predict (score: the L1 distance);
-3. **measure** the selected 2-way marginals with discrete Gaussian noise;
+3. **measure** the selected 2-way marginals with discrete Gaussian noise (each in the round that
+   selected it: the selection never reads a 2-way measurement);
 4. **estimate** a tree-shaped model from the noisy measurements and **sample** rows from it.
 
 ρ is split in three equal parts (1-way, selection, 2-way); a unit with at most ``R`` rows moves
@@ -119,6 +120,7 @@ class SynthPlan(SynthesisSteps["Measurements"]):
 
     answer_format: ClassVar[str] = SYNTHETIC_FORMAT
     plan_class: ClassVar[str] = "synthetic"
+    method: ClassVar[str] = "mst"
 
     def privacy_map(self) -> Loss:
         """MST's three steps composed in zCDP, each mechanism at the unit's row cap.
@@ -176,40 +178,33 @@ class SynthPlan(SynthesisSteps["Measurements"]):
         return one, selector, two
 
     def measure(self, table: Contingency, rng: RandomSource | None = None) -> Measurements:
-        """Steps 1–3: noisy 1-way marginals, the private tree, noisy 2-way marginals."""
+        """Steps 1–3: noisy 1-way marginals, then the private tree a round at a time, each round
+        selecting a pair and measuring its 2-way marginal (the selection never reads the 2-way
+        measurements, so measuring each pair at once changes no distribution). After each round
+        the progress callback, if any, learns the round, the ρ drawn so far and the pair.
+        """
         d = len(self.domains)
         one_mech, selector, two_mech = self.mechanisms()
         one = [one_mech.release(marginal(table, (i,)), rng=rng) for i in range(d)]
         edges: list[tuple[int, int]] = []
+        two: list[npt.NDArray[np.int64]] = []
         if selector is not None:
             estimate = [np.maximum(o, 0) / max(float(np.maximum(o, 0).sum()), 1.0) for o in one]
             total = float(np.mean([o.sum() for o in one]))
             component = list(range(d))
+            spent = d * rho_of(one_mech.loss)
             for _ in range(d - 1):
-                candidates = [
-                    (i, j)
-                    for i in range(d)
-                    for j in range(i + 1, d)
-                    if component[i] != component[j]
-                ]
-                scores = [
-                    Fraction(
-                        float(
-                            np.abs(
-                                marginal(table, (i, j)) - total * np.outer(estimate[i], estimate[j])
-                            ).sum()
-                        )
-                    ).limit_denominator(10**6)
-                    for i, j in candidates
-                ]
-                i, j = candidates[selector.select(scores, rng=rng)]
+                i, j = _select_pair(table, component, estimate, total, selector, rng)
                 edges.append((i, j))
                 old, new = component[j], component[i]
                 component = [new if c == old else c for c in component]
-        two = [
-            two_mech.release(marginal(table, e).reshape(-1), rng=rng).reshape(_shape(self, e))
-            for e in edges
-        ]
+                two.append(
+                    two_mech.release(marginal(table, (i, j)).reshape(-1), rng=rng).reshape(
+                        _shape(self, (i, j))
+                    )
+                )
+                spent += selector.epsilon * selector.epsilon / 8 + rho_of(two_mech.loss)
+                self.report(len(edges), d - 1, spent, (i, j))
         return Measurements(
             one=[o.astype(np.float64) for o in one],
             one_variance=float(one_mech.sigma2),
@@ -236,6 +231,30 @@ class SynthPlan(SynthesisSteps["Measurements"]):
             measurements=measured,
             method="mst",
         )
+
+
+def _select_pair(
+    table: Contingency,
+    component: Sequence[int],
+    estimate: Sequence[npt.NDArray[Any]],
+    total: float,
+    selector: ExponentialMechanism,
+    rng: RandomSource | None,
+) -> tuple[int, int]:
+    """Step 2, one round: among the pairs joining two components, the exponential mechanism
+    picks one whose 2-way counts are far (L1) from what the noisy 1-way counts predict.
+    """
+    d = len(component)
+    candidates = [(i, j) for i in range(d) for j in range(i + 1, d) if component[i] != component[j]]
+    scores = [
+        Fraction(
+            float(
+                np.abs(marginal(table, (i, j)) - total * np.outer(estimate[i], estimate[j])).sum()
+            )
+        ).limit_denominator(10**6)
+        for i, j in candidates
+    ]
+    return candidates[selector.select(scores, rng=rng)]
 
 
 @dataclass

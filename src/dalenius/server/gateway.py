@@ -37,6 +37,7 @@ from dalenius.engine.postprocess import key_types, output_kinds
 from dalenius.engine.result import SyntheticResult
 from dalenius.engine.session import Session
 from dalenius.ledger import Ledger, open_ledger
+from dalenius.releases.synth_table import Progress
 from dalenius.server import describe
 from dalenius.server.config import GatewayConfig
 from dalenius.server.errors import AuthenticationError, DatasetUnavailableError, RateLimitedError
@@ -522,9 +523,11 @@ class Gateway:
         )
         return {"dataset": name, **result.to_dict()}
 
-    def synthesize(self, caller: Caller, name: str, request: Any) -> dict[str, Any]:
+    def synthesize(
+        self, caller: Caller, name: str, request: Any, progress: Progress | None = None
+    ) -> dict[str, Any]:
         """Release synthetic rows (MST or AIM) under the caller's budget; the rows come as
-        ``data``.
+        ``data``. ``progress`` is called after each round (``/synthesize/progress``).
         """
         result = self._release(
             caller,
@@ -543,6 +546,7 @@ class Gateway:
                 method=request.method,
                 degree=request.degree,
                 idempotency_key=request.idempotency_key,
+                progress=progress,
             ),
         )
         return {"dataset": name, **result.to_dict(), "data": _columns(result)}

@@ -5,13 +5,15 @@ series and privately chosen bounds.
 Each spends from the caller's own budget exactly as a query does (reserved, computed behind the
 same data path, recorded before the release leaves); an identical request is answered from the
 ledger's record at no cost. A refusal decided from the request and the catalog costs nothing.
+Synthetic rows can also be streamed with their rounds (``/synthesize/progress``).
 """
 
 from __future__ import annotations
 
 from functools import partial
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
 
 from dalenius.server import models
 from dalenius.server.routes.deps import (
@@ -22,6 +24,7 @@ from dalenius.server.routes.deps import (
     run_query_work,
     single_query_values,
 )
+from dalenius.server.synth_progress import synthesize_stream
 
 router = APIRouter(prefix="/v1", tags=["analyst"], dependencies=[Depends(single_query_values)])
 
@@ -96,6 +99,33 @@ async def synthesize(
     work = partial(gateway.synthesize, caller, name, body)
     found: dict[str, object] = await run_query_work(gateway, caller, work)
     return found
+
+
+@router.post(
+    "/datasets/{name}/synthesize/progress",
+    responses=errors(404, 409, 503),
+    operation_id="synthesize_progress",
+    response_class=StreamingResponse,
+)
+async def synthesize_progress(
+    name: PathName,
+    body: models.SynthesizeRequest,
+    caller: CallerDep,
+    gateway: GatewayDep,
+    request: Request,
+) -> StreamingResponse:
+    """The same release as ``/synthesize``, streamed as NDJSON with its rounds.
+
+    A line ``{"progress": {"method", "round", "rounds", "rho_spent", "rho", "marginal", …}}``
+    after each round (round of at most rounds, the ρ drawn so far, the columns just measured;
+    ``rho_spent_exact`` and ``rho_exact`` as fractions), then the
+    answer of ``/synthesize``, or ``{"error": {...}}`` if the release fails after its first
+    round. A refusal (bad input, budget) is a plain error answer before the stream starts.
+    """
+    lines = await synthesize_stream(
+        gateway, caller, name, body, str(getattr(request.state, "request_id", ""))
+    )
+    return StreamingResponse(lines, media_type="application/x-ndjson")
 
 
 @router.post(
