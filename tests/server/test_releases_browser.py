@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, expect, sync_playwright
 from tests.server.live import LiveGateway, write_config
 from tests.server.test_browser import ARTIFACTS, FLAGS, ensure_chromium
 from tests.server.test_console_screens_browser import OVERFLOW, WIDTHS
@@ -130,3 +130,77 @@ def test_the_releases_page_perturbs_rows_with_their_error_table_and_a_csv(
         assert page.evaluate(OVERFLOW) == []
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert errors == []
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_releases_page_draws_a_series_over_time_with_its_bands_and_a_csv(
+    browser: Browser, gateway: LiveGateway, size: str
+) -> None:
+    """A monthly series of the demo census's visits with the summed duration: a line of 12
+    points with their band, the table of the points and their intervals, the running totals and
+    the sums as other views, and the CSV holding what the table shows; at a phone's width nothing
+    sticks out of the page."""
+    width, height = WIDTHS[size]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{gateway.url}/console/#/releases")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    expect(page.locator("#series-epsilon")).to_have_value("0.5")
+    page.fill("#series-value", "duration_minutes")
+    page.fill("#series-as-of", "2024-01-01")
+    page.locator("#series-form button[type=submit]").click()
+    card = page.locator("section[data-release=continual]")
+    chart = card.locator("svg.series-chart")
+    expect(chart).to_have_attribute("data-points", "12", timeout=90_000)
+    expect(chart.locator("path.band")).to_have_count(1)
+    expect(chart.locator("circle.dot")).to_have_count(12)
+    expect(card.locator(".meta")).to_contain_text("12 of 12 periods closed")
+    expect(card.locator(".meta")).to_contain_text("lifetime ε = 0.5")
+    points = card.locator("table[aria-label='Series points'] tbody tr")
+    expect(points).to_have_count(12)
+    expect(points.nth(0).locator("td").nth(0)).to_have_text("2023-01-01")
+    per_period = [_point(points.nth(i)) for i in range(12)]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"console-series-{size}.png"), full_page=True)
+    card.screenshot(path=str(ARTIFACTS / f"console-series-card-{size}.png"))
+    card.locator("button[role=tab][data-view=running]").click()
+    expect(card.locator("table[aria-label='Series points'] thead")).to_contain_text("Running total")
+    running = [_point(points.nth(i)) for i in range(12)]
+    assert running != per_period
+    card.locator("select.series-measure").select_option(label="Sum of duration_minutes")
+    expect(card.locator(".series-caption")).to_contain_text("sum of duration_minutes")
+    sums = [_point(points.nth(i)) for i in range(12)]
+    for value, low, high in (*per_period, *running, *sums):
+        assert low <= value <= high
+    card.screenshot(path=str(ARTIFACTS / f"console-series-running-sum-{size}.png"))
+    with page.expect_download() as started:
+        card.locator("a.series-download").click()
+    assert started.value.suggested_filename == "series-census-visits-month.csv"
+    with open(started.value.path(), newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    assert header[:5] == ["period", "count", "count_low", "count_high", "count_se"]
+    assert "running_sum_high" in header and len(rows) == 12
+    at = {name: j for j, name in enumerate(header)}
+    for row, (value, low, high) in zip(rows, sums, strict=True):
+        assert float(row[at["running_sum"]]) == pytest.approx(value, rel=1e-5, abs=0.05)
+        assert float(row[at["running_sum_low"]]) == pytest.approx(low, rel=1e-5, abs=0.05)
+        assert float(row[at["running_sum_high"]]) == pytest.approx(high, rel=1e-5, abs=0.05)
+    # The same series again: nothing new has closed, so its publication is shown, at no cost.
+    page.locator("#series-form button[type=submit]").click()
+    expect(page.locator("section[data-release=continual]")).to_have_count(2, timeout=90_000)
+    expect(page.locator("section[data-release=continual]").first.locator(".meta")).to_contain_text(
+        "no new cost"
+    )
+    if size == "phone":
+        assert page.evaluate(OVERFLOW) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert errors == []
+
+
+def _point(row: Locator) -> tuple[float, float, float]:
+    """A table row's estimate and interval, as numbers."""
+    value = float(row.locator("td").nth(1).inner_text().replace(",", ""))
+    low, high = row.locator("td").nth(2).inner_text().strip("[]").replace(",", "").split()
+    return value, float(low), float(high)

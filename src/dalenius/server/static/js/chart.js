@@ -248,3 +248,94 @@ export function lineChart({ x, y, low, high, bandLow, bandHigh, xLabel, title, c
   svg.append(s("text", { x: (left + width - right) / 2, y: height - 6, class: "axis-label", "text-anchor": "middle" }, xLabel));
   return svg;
 }
+
+// A tick's number in at most about five characters: 400k, 1.25M (the table has the exact ones).
+function compact(value) {
+  const abs = Math.abs(value);
+  if (abs >= 1e9) return `${fmt(value / 1e9, 3)}G`;
+  if (abs >= 1e6) return `${fmt(value / 1e6, 3)}M`;
+  if (abs >= 1e4) return `${fmt(value / 1e3, 3)}k`;
+  return fmt(value, 3);
+}
+
+// A series over time: one point per period joined by a line, the interval of each point shaded
+// as a band, y from the lowest interval end (or 0) to the highest. Periods are evenly spaced
+// (a month is one step, like a day); their labels are thinned to what the width holds. Every
+// point carries its numbers as a tooltip; the same numbers are in the table under the chart.
+export function seriesChart({ labels, values, lows, highs, xLabel, yLabel, title, confidence }) {
+  const n = labels.length;
+  const width = chartWidth(760);
+  const narrow = width < 560;
+  const height = narrow ? 260 : 300;
+  const left = narrow ? 54 : 66;
+  const right = narrow ? 12 : 20;
+  const top = 16;
+  const bottom = 48;
+  const finite = [...values, ...lows, ...highs].filter((v) => typeof v === "number" && Number.isFinite(v));
+  let yMin = Math.min(0, ...finite);
+  let yMax = Math.max(0, ...finite);
+  if (yMin === yMax) yMax = yMin + 1;
+  const marks = ticks(yMin, yMax, narrow ? 4 : 5);
+  // The axis ends on ticks: a band above the last labelled line would read as off the scale.
+  const step = marks.length > 1 ? marks[1] - marks[0] : 1;
+  while (marks[0] > yMin) marks.unshift(marks[0] - step);
+  while (marks[marks.length - 1] < yMax) marks.push(marks[marks.length - 1] + step);
+  yMin = marks[0];
+  yMax = marks[marks.length - 1];
+  const inner = Math.min(16, (width - left - right) / Math.max(n, 2) / 2);
+  const x0 = left + inner;
+  const x1 = width - right - inner;
+  const px = (i) => (n === 1 ? (x0 + x1) / 2 : x0 + (i / (n - 1)) * (x1 - x0));
+  const clamp = (v) => (Number.isFinite(v) ? Math.min(Math.max(v, yMin), yMax) : v > 0 ? yMax : yMin);
+  const py = (v) => top + (1 - (clamp(v) - yMin) / (yMax - yMin)) * (height - top - bottom);
+  const pct = confidence ? `${Math.round(confidence * 1000) / 10}%` : "95%";
+  const svg = s("svg", {
+    class: "chart series-chart",
+    viewBox: `0 0 ${width} ${height}`,
+    role: "img",
+    "aria-label": `${title}: line over ${n} periods with a ${pct} interval band per point`,
+    "data-points": n,
+  });
+  svg.append(s("title", { text: `${title} (${pct} intervals)` }));
+  const grid = s("g", { class: "grid" });
+  const axis = s("g", { class: "axis" });
+  for (const mark of marks) {
+    grid.append(s("line", { x1: left, x2: width - right, y1: py(mark), y2: py(mark) }));
+    axis.append(s("text", { x: left - 6, y: py(mark) + 4, "text-anchor": "end", text: compact(mark) }));
+  }
+  const room = Math.max(1, Math.floor((x1 - x0) / (narrow ? 78 : 92)) + 1);
+  const every = Math.max(1, Math.ceil(n / room));
+  for (let i = 0; i < n; i += every) {
+    axis.append(s("line", { x1: px(i), x2: px(i), y1: height - bottom, y2: height - bottom + 4 }));
+    axis.append(s("text", { x: px(i), y: height - bottom + 17, "text-anchor": "middle", text: labels[i] }));
+  }
+  axis.append(s("line", { x1: left, x2: width - right, y1: height - bottom, y2: height - bottom }));
+  svg.append(grid, axis);
+  if (yMin < 0) svg.append(s("line", { class: "zero", x1: left, x2: width - right, y1: py(0), y2: py(0) }));
+  const points = [...Array(n).keys()];
+  if (n > 1) {
+    const upper = points.map((i) => `${px(i)},${py(highs[i])}`);
+    const lower = points.map((i) => `${px(i)},${py(lows[i])}`).reverse();
+    svg.append(s("path", { class: "band", d: `M${upper.join("L")}L${lower.join("L")}Z` }));
+    svg.append(s("path", { class: "curve", d: `M${points.map((i) => `${px(i)},${py(values[i])}`).join("L")}` }));
+  } else if (n === 1) {
+    svg.append(s("rect", { class: "band", x: px(0) - 8, width: 16, y: py(highs[0]), height: Math.max(py(lows[0]) - py(highs[0]), 1) }));
+  }
+  const dots = s("g", { class: "dots" });
+  for (const i of points) {
+    const dot = s("circle", { class: "dot", cx: px(i), cy: py(values[i]), r: n > 90 ? 1.5 : 3 });
+    dot.append(s("title", { text: `${labels[i]}: ${fmt(values[i])} [${fmt(lows[i])}, ${fmt(highs[i])}]` }));
+    dots.append(dot);
+  }
+  svg.append(dots);
+  svg.append(s("text", { class: "axis-label", x: (left + width - right) / 2, y: height - 8, "text-anchor": "middle", text: xLabel }));
+  const middle = (top + height - bottom) / 2;
+  svg.append(s("text", { class: "axis-label", x: 14, y: middle, "text-anchor": "middle", transform: `rotate(-90 14 ${middle})`, text: shorten(yLabel, Math.floor((height - top - bottom) / 7)) }));
+  const legend = h(
+    "div",
+    { class: "chart-legend" },
+    h("span", {}, h("span", { class: "line-key" }), "estimate"),
+    h("span", {}, h("span", { class: "band-key" }), `${pct} interval of each point`),
+  );
+  return h("figure", { class: "chart-figure", style: "margin:0" }, svg, legend);
+}

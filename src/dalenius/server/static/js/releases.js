@@ -1,11 +1,13 @@
 // Releases published whole: a density curve with its bands, a consistent hierarchy of counts,
-// synthetic origin–destination flows (OnTheMap's synthesizer) and perturbed rows (record
-// perturbation, its card in perturb.js).
+// synthetic origin–destination flows (OnTheMap's synthesizer), perturbed rows (record
+// perturbation, its card in perturb.js) and a series over time (continual release, its card in
+// series.js).
 // Each spends from the caller's budget exactly as a query does; an identical request is free.
 
 import { get, post } from "./api.js";
 import { lineChart } from "./chart.js";
 import { perturbCard } from "./perturb.js";
+import { continualSeries, seriesCard } from "./series.js";
 import { clear, errorAlert, fmt, fmtLoss, h, mainValue, pageHead, table, td } from "./ui.js";
 
 const enc = encodeURIComponent;
@@ -16,6 +18,18 @@ function field(id, label, input) {
 
 function input(id, value, placeholder) {
   return h("input", { type: "text", id, name: id, value: value ?? "", placeholder: placeholder ?? "", inputmode: "decimal" });
+}
+
+function words(id, value, placeholder) {
+  const box = input(id, value, placeholder);
+  box.setAttribute("inputmode", "text");
+  return box;
+}
+
+// The series form's optional fields: left empty, they are not sent (the endpoint's defaults).
+function optional(body, key, box, number) {
+  const text = box.value.trim();
+  if (text) body[key] = number ? Number(text) : text;
 }
 
 // A form's ε starts at what the remaining budget can pay: its usual value, or the remainder
@@ -113,10 +127,60 @@ function flowsCard(dataset, result) {
   );
 }
 
+// A continual series: the declaration (all public) as POST /datasets/{name}/continual takes it.
+// The first publication charges the lifetime ε; the same declaration later publishes the periods
+// closed since, free.
+function continualForm(dataset, release, epsilonInput) {
+  const table = words("series-table", "visits");
+  const time = words("series-time", "visit_date");
+  const period = h("select", { id: "series-period", name: "series-period" }, ["day", "week", "month"].map((p) => h("option", { value: p, text: p, selected: p === "month" })));
+  const start = words("series-start", "2023-01-01", "YYYY-MM-DD");
+  const horizon = input("series-horizon", "12");
+  const value = words("series-value", "", "none (counts only)");
+  const maxRows = input("series-max-rows", "", "the unit's max_rows");
+  const levels = input("series-levels", "", "all");
+  const asOf = words("series-as-of", "", "today (UTC)");
+  const confidence = input("series-confidence", "0.95");
+  const eps = epsilonInput("series-epsilon", 0.5);
+  const feedback = h("div", { "aria-live": "polite" });
+  const send = () => {
+    const body = { table: table.value.trim(), time: time.value.trim(), period: period.value, start: start.value.trim(), horizon: Number(horizon.value), epsilon: eps.value.trim() };
+    optional(body, "value", value);
+    optional(body, "max_rows", maxRows, true);
+    optional(body, "levels", levels, true);
+    optional(body, "as_of", asOf);
+    optional(body, "confidence", confidence, true);
+    return post(`/datasets/${enc(dataset.value)}/continual`, body);
+  };
+  return h(
+    "form",
+    { class: "card", id: "series-form", onsubmit: release(feedback, send, (name, result) => seriesCard(continualSeries(name, result))) },
+    h("h2", { text: "Series over time" }),
+    h("p", { class: "small muted", text: "Counts (and clipped sums) per day, week or month under one lifetime ε, charged at the series' first publication; publishing the same series again as periods close costs nothing." }),
+    h(
+      "div",
+      { class: "grid two" },
+      field("series-table", "Table", table),
+      field("series-time", "Date column", time),
+      field("series-period", "Period", period),
+      field("series-start", "First day", start),
+      field("series-horizon", "Horizon (periods, at most 1024)", horizon),
+      field("series-value", "Summed int column (optional)", value),
+      field("series-max-rows", "Rows per unit over the horizon (optional)", maxRows),
+      field("series-levels", "Tree levels (optional; 1: each period once)", levels),
+      field("series-as-of", "Periods closed by (optional)", asOf),
+      field("series-confidence", "Confidence of the intervals", confidence),
+      field("series-epsilon", "Lifetime ε (pure)", eps),
+    ),
+    h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Publish series" })),
+    feedback,
+  );
+}
+
 export async function releasesPage(root) {
   const { datasets } = await get("/datasets");
   clear(root);
-  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, a hierarchy of counts that add up, synthetic origin–destination flows, or every row of a table perturbed."));
+  root.append(pageHead("Releases", "Publish a whole product at once: a density curve with its bands, a hierarchy of counts that add up, synthetic origin–destination flows, every row of a table perturbed, or a series over time with its bands."));
   if (!datasets.length) {
     root.append(h("div", { class: "card empty", text: "No dataset is granted to you yet." }));
     return;
@@ -283,7 +347,8 @@ export async function releasesPage(root) {
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Release rows" })),
     pFeedback,
   );
+  const seriesForm = continualForm(dataset, release, epsilonInput);
   dataset.addEventListener("change", () => refreshDefaults());
-  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, perturbForm, outputsHead, outputs);
+  root.append(h("section", { class: "card" }, field("rel-dataset", "Dataset", dataset)), densityForm, hierarchyForm, onthemapForm, perturbForm, seriesForm, outputsHead, outputs);
   await refreshDefaults();
 }
