@@ -1,5 +1,6 @@
 """The console's Releases page in a real browser: a density curve with its bands, a hierarchy,
-synthetic origin–destination flows, perturbed rows.
+synthetic origin–destination flows, perturbed rows, series over time (of a table, and of a
+local-DP collection).
 
 An analyst with an (ε, δ) budget releases the density of age (a line chart with two bands) and a
 sex › education hierarchy (a table of consistent counts), flows, and perturbed rows with their
@@ -9,7 +10,9 @@ error table and CSV, at a desktop and a phone width. Screenshots go to ``artifac
 from __future__ import annotations
 
 import csv
+import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,9 @@ from playwright.sync_api import Browser, Locator, expect, sync_playwright
 from tests.server.live import LiveGateway, write_config
 from tests.server.test_browser import ARTIFACTS, FLAGS, ensure_chromium
 from tests.server.test_console_screens_browser import OVERFLOW, WIDTHS
+
+from dalenius.ldp import make_oracle
+from dalenius.ledger.storage import encode_time
 
 pytestmark = pytest.mark.browser
 
@@ -204,3 +210,79 @@ def _point(row: Locator) -> tuple[float, float, float]:
     value = float(row.locator("td").nth(1).inner_text().replace(",", ""))
     low, high = row.locator("td").nth(2).inner_text().strip("[]").replace(",", "").split()
     return value, float(low), float(high)
+
+
+def _collection_over_past_days(live: LiveGateway, database: Path) -> date:
+    """A grr collection of colours whose reports arrived over the seven days before today (none
+    on the third), written with their arrival times as the gateway stamps them; returns the
+    first day. (A device's report is stamped when it arrives; a test cannot wait for days.)"""
+    with live.client(live.tokens["root"]) as curator:
+        body = {"name": "colours", "protocol": "grr", "epsilon": 2, "client_cap": 10}
+        body["domain"] = ["red", "green", "blue", "black"]
+        assert curator.post("/v1/ldp/collections", json=body).status_code == 201
+    oracle = make_oracle("grr", 4, 2)
+    first = datetime.now(UTC).date() - timedelta(days=7)
+    rows = []
+    for day in range(7):
+        if day == 2:
+            continue
+        when = datetime.combine(first + timedelta(days=day), time(12), tzinfo=UTC)
+        values = [i % 4 if i % 3 else 0 for i in range(150 + 40 * day)]
+        for i, report in enumerate(oracle.encode_many(values)):
+            rows.append(("colours", f"d{i}", f"r{day}", f"\x1fr{day}", str(int(report)), when))
+    with sqlite3.connect(database) as db:
+        db.executemany(
+            "INSERT INTO dalenius_ldp_reports "
+            "(collection, client, report_id, memo, report, received_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(*row[:5], encode_time(row[5])) for row in rows],
+        )
+    return first
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_series_form_draws_a_local_dp_collection_per_day(
+    browser: Browser, gateway: LiveGateway, tmp_path: Path, size: str
+) -> None:
+    """The same chart for a local-DP collection: a line per value over the days its reports
+    arrived, a gap on the day without reports, the collection's lifetime cap in the header."""
+    first = _collection_over_past_days(gateway, tmp_path / "gateway.sqlite")
+    width, height = WIDTHS[size]
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{gateway.url}/console/#/releases")
+    page.fill("#token", gateway.tokens["alice"])
+    page.click("button[type=submit]")
+    page.locator("#series-source").select_option("collection")
+    expect(page.locator("#series-collection option")).to_have_count(1)
+    expect(page.locator("#series-table")).to_be_hidden()
+    page.locator("#series-period").select_option("day")
+    page.fill("#series-start", first.isoformat())
+    page.fill("#series-horizon", "7")
+    page.locator("#series-form button[type=submit]").click()
+    card = page.locator("section[data-release=ldp-series]")
+    chart = card.locator("svg.series-chart")
+    expect(chart).to_have_attribute("data-points", "7", timeout=90_000)
+    expect(chart.locator("circle.dot")).to_have_count(6)  # no estimate on the third day
+    expect(chart.locator("path.band")).to_have_count(2)  # the line stops there
+    meta = card.locator(".meta")
+    expect(meta).to_contain_text("7 of 7 periods closed")
+    expect(meta).to_contain_text("lifetime ε ≤ 10 per device")
+    expect(card.locator("select.series-measure option")).to_have_count(4)
+    points = card.locator("table[aria-label='Series points'] tbody tr")
+    expect(points).to_have_count(7)
+    expect(points.nth(2).locator("td").nth(1)).to_have_text("—")
+    for i in (0, 1, 3, 4, 5, 6):
+        value, low, high = _point(points.nth(i))
+        assert low <= value <= high
+    ARTIFACTS.mkdir(exist_ok=True)
+    card.screenshot(path=str(ARTIFACTS / f"console-ldp-series-{size}.png"))
+    card.locator("button[role=tab][data-view=running]").click()
+    card.locator("select.series-measure").select_option(label="Count of green")
+    expect(card.locator(".series-caption")).to_contain_text("Running total: count of green")
+    expect(chart.locator("circle.dot")).to_have_count(7)  # a running total from the first day
+    card.screenshot(path=str(ARTIFACTS / f"console-ldp-series-running-{size}.png"))
+    if size == "phone":
+        assert page.evaluate(OVERFLOW) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert errors == []

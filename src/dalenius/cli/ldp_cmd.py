@@ -6,6 +6,7 @@
   a seeded generator and never leave the process; real clients always use the OS generator.
 * ``pick`` — which frequency oracle has the smallest variance for a domain size and ε.
 * ``estimates`` — a gateway collection's estimates with error bars (HTTP, with an API token).
+* ``series`` — its estimates per day, week or month of arrival and running totals (HTTP).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _count(text: str) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add ``dalenius ldp simulate|pick|estimates``."""
+    """Add ``dalenius ldp simulate|pick|estimates|series``."""
     parser = sub.add_parser(
         "ldp",
         help="local differential privacy: simulate protocols, read collections",
@@ -88,6 +89,13 @@ def register(sub: Any) -> None:
     add_json_option(pick)
     pick.set_defaults(func=run_pick)
 
+    _register_reading(actions)
+
+
+def _register_reading(actions: Any) -> None:
+    """Add ``dalenius ldp estimates`` and ``series``: a gateway collection's estimates, over all
+    its reports or per period of arrival.
+    """
     est = actions.add_parser(
         "estimates",
         help="a gateway collection's estimates with error bars",
@@ -99,6 +107,27 @@ def register(sub: Any) -> None:
     est.add_argument("--confidence", type=float, default=0.95, help="confidence of the error bars")
     add_json_option(est)
     est.set_defaults(func=run_estimates)
+
+    ser = actions.add_parser(
+        "series",
+        help="a gateway collection's estimates per day, week or month, and running totals",
+        description="Read a local-DP collection's estimates per period of arrival (day, week or "
+        "month) and its running totals, each with its error bar, from a running gateway. Free: "
+        "post-processing of the reports, each device's loss within the collection's lifetime cap.",
+        epilog="example:\n  dalenius ldp series colours --url http://127.0.0.1:8000 --token $TOKEN "
+        "--period day --start 2024-03-01 --horizon 31",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ser.add_argument("name", help="the collection")
+    ser.add_argument("--url", required=True, help="the gateway's base URL (http://host:port)")
+    ser.add_argument("--token", required=True, help="an analyst's or curator's API token")
+    ser.add_argument("--period", required=True, choices=["day", "week", "month"])
+    ser.add_argument("--start", required=True, help="the first day, YYYY-MM-DD (months: the 1st)")
+    ser.add_argument("--horizon", type=_count, required=True, help="periods in the series")
+    ser.add_argument("--as-of", default=None, help="periods closed by this day (default today)")
+    ser.add_argument("--confidence", type=float, default=0.95, help="confidence of the error bars")
+    add_json_option(ser)
+    ser.set_defaults(func=run_series)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -278,11 +307,11 @@ def run_pick(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_estimates(args: argparse.Namespace) -> int:
-    """``dalenius ldp estimates``."""
-    query = urllib.parse.urlencode({"confidence": args.confidence})
+def _read(args: argparse.Namespace, what: str, query: dict[str, Any]) -> Any:
+    """GET a collection's ``what`` from the gateway (its refusals as the CLI's errors)."""
     name = urllib.parse.quote(args.name, safe="")
-    url = f"{args.url.rstrip('/')}/v1/ldp/collections/{name}/estimates?{query}"
+    encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+    url = f"{args.url.rstrip('/')}/v1/ldp/collections/{name}/{what}?{encoded}"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {args.token}"})
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
@@ -297,6 +326,12 @@ def run_estimates(args: argparse.Namespace) -> int:
             f"cannot reach the gateway at {args.url}: {error.reason}.",
             fix="check --url and that `dalenius serve` is running.",
         ) from None
+    return body
+
+
+def run_estimates(args: argparse.Namespace) -> int:
+    """``dalenius ldp estimates``."""
+    body = _read(args, "estimates", {"confidence": args.confidence})
     if args.json:
         emit_json(body)
         return EXIT_OK
@@ -316,3 +351,63 @@ def run_estimates(args: argparse.Namespace) -> int:
             f"{row['value']:<24} {row['estimate']:>12,.1f} {row['lower']:>12,.1f} {row['upper']:>12,.1f}"
         )
     return EXIT_OK
+
+
+def run_series(args: argparse.Namespace) -> int:
+    """``dalenius ldp series``: one line per period (frequencies: per period and value)."""
+    query = {
+        "period": args.period,
+        "start": args.start,
+        "horizon": args.horizon,
+        "as_of": args.as_of,
+        "confidence": args.confidence,
+    }
+    body = _read(args, "series", query)
+    if args.json:
+        emit_json(body)
+        return EXIT_OK
+    cap = body["lifetime_epsilon"]
+    lifetime = (
+        f"each device's lifetime ε at most {cap:g} (the collection's cap)"
+        if cap is not None
+        else "no lifetime cap: a device's ε grows with its reports"
+    )
+    print(
+        f"{body['collection']} ({body['protocol']}): {body['closed']} of {body['horizon']} "
+        f"{body['period']}s closed; ε {body['epsilon_per_report']:.4g} per report, {lifetime}"
+    )
+    print(f"{'period':<12}{'value':<16}{'estimate':>12}  {'interval':<24}{'running':>12}  interval")
+    for point in body["periods"]:
+        for label, now, total in _series_lines(point["estimate"], point["running"]):
+            print(
+                f"{point['period']:<12}{label:<16}{now[0]:>12}  {now[1]:<24}{total[0]:>12}  {total[1]}"
+            )
+    return EXIT_OK
+
+
+def _series_lines(
+    now: dict[str, Any], total: dict[str, Any]
+) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
+    """A period's lines: the value (or "mean"), its estimate and the running total, as text."""
+
+    def cell(value: Any, low: Any, high: Any) -> tuple[str, str]:
+        if value is None:
+            return "—", "(no reports)"
+        return f"{value:,.1f}", f"[{low:,.1f}, {high:,.1f}]"
+
+    if now["kind"] == "mean":
+        return [
+            (
+                "mean",
+                cell(now["mean"], now["lower"], now["upper"]),
+                cell(total["mean"], total["lower"], total["upper"]),
+            )
+        ]
+    rows = total["rows"] or []
+    mine = {r["value"]: r for r in now["rows"] or []}
+    out = []
+    for r in rows:
+        m = mine.get(r["value"])
+        here = cell(m["estimate"], m["lower"], m["upper"]) if m else cell(None, None, None)
+        out.append((str(r["value"]), here, cell(r["estimate"], r["lower"], r["upper"])))
+    return out or [("—", cell(None, None, None), cell(None, None, None))]

@@ -38,17 +38,19 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from dalenius.core import periods
 from dalenius.core.catalog import Catalog, Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import InvalidLossError, QueryError
 from dalenius.core.loss import Loss, PureDP
+from dalenius.core.periods import PERIODS, calendar
 from dalenius.core.rng import RandomSource
 from dalenius.core.unit import IdUnit
 from dalenius.mechanisms.laplace import IntegerLaplace
@@ -69,8 +71,7 @@ from dalenius.sql.series import SeriesColumns, kept_per_day
 CONTINUAL_FORMAT = "continual-1"
 """The ledger record's format: the request, the step, the series' key and every measured node."""
 
-PERIODS = ("day", "week", "month")
-MAX_HORIZON = 1024
+MAX_HORIZON = periods.MAX_HORIZON
 """At most this many periods (the combination's coefficients are periods × nodes numbers)."""
 
 SUM_SHARE = Fraction(1, 2)
@@ -159,24 +160,6 @@ def slot(series: str, step: Step) -> str:
     """The ledger slot of a publication: one per generation and number of periods measured."""
     where = "open" if step.opening else str(step.measured)
     return f"{SLOT_PREFIX}{series}:g{step.generation}:{where}"
-
-
-def period_starts(period: str, start: date, horizon: int) -> list[date]:
-    """The first day of each period and the day after the last: ``horizon + 1`` dates."""
-    if period == "day":
-        return [start + timedelta(days=p) for p in range(horizon + 1)]
-    if period == "week":
-        return [start + timedelta(days=7 * p) for p in range(horizon + 1)]
-    out = []
-    for p in range(horizon + 1):
-        year, month = divmod(start.month - 1 + p, 12)
-        out.append(date(start.year + year, month + 1, 1))
-    return out
-
-
-def closed_by(bounds: Sequence[date], as_of: date) -> int:
-    """How many periods have closed by ``as_of`` (a period closes when its last day is over)."""
-    return sum(1 for end in bounds[1:] if end <= as_of)
 
 
 @dataclass(frozen=True)
@@ -551,29 +534,7 @@ def _levels(request: SeriesRequest) -> int | None:
 
 
 def _calendar(request: SeriesRequest) -> list[date]:
-    try:
-        start = date.fromisoformat(request.start)
-    except (TypeError, ValueError):
-        raise QueryError(
-            f"start {request.start!r} is not a date.",
-            clause="start",
-            fix="pass the first day as YYYY-MM-DD, e.g. start='2024-01-01'.",
-        ) from None
-    if request.period == "month" and start.day != 1:
-        raise QueryError(
-            f"a monthly series starts on the 1st of a month, not on {start.isoformat()}.",
-            clause="start",
-            fix=f"pass start='{start.replace(day=1).isoformat()}'.",
-        )
-    try:
-        return period_starts(request.period, start, int(request.horizon))
-    except (OverflowError, ValueError):
-        raise QueryError(
-            f"a series of {request.horizon} {request.period}s from {start.isoformat()} ends "
-            "after the year 9999.",
-            clause="start",
-            fix="start earlier, or use a shorter horizon.",
-        ) from None
+    return calendar(request.period, request.start, int(request.horizon))
 
 
 def _max_rows(table: Table, asked: int | None) -> int:

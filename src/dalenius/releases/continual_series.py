@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date
 from fractions import Fraction
 from typing import Any
 
 from dalenius.core.catalog import Catalog
 from dalenius.core.errors import QueryError
 from dalenius.core.loss import Loss
+from dalenius.core.periods import closed_by, publication_day
 from dalenius.plan.protocol import recorded
 from dalenius.releases.continual import (
     CONTINUAL_FORMAT,
@@ -27,7 +28,6 @@ from dalenius.releases.continual import (
     SeriesRequest,
     Step,
     checked_lifetime,
-    closed_by,
     decode_record,
     plan_continual,
     series_id,
@@ -151,28 +151,10 @@ def plan_series_step(
     return plan, None
 
 
-def today() -> date:
-    """Today's date in UTC: the periods closed by now."""
-    return datetime.now(UTC).date()
-
-
 def _publication_day(as_of: str | date | None) -> date:
     """The day a publication is made on: ``as_of`` or today, never a later day."""
-    now = today()
-    if as_of is None:
-        return now
-    try:
-        day = as_of if isinstance(as_of, date) else date.fromisoformat(str(as_of))
-    except ValueError:
-        raise QueryError(
-            f"as_of {as_of!r} is not a date.", clause="as_of", fix="pass YYYY-MM-DD."
-        ) from None
-    if day > now:
-        raise QueryError(
-            f"as_of {day.isoformat()} is after today ({now.isoformat()}, UTC).",
-            clause="as_of",
-            why="a node is measured once, when its last period closes: measured early, it "
-            "would miss the rest of its rows for ever.",
-            fix="leave as_of out (today), or pass an earlier day.",
-        )
-    return day
+    return publication_day(
+        as_of,
+        "a node is measured once, when its last period closes: measured early, it would miss "
+        "the rest of its rows for ever.",
+    )

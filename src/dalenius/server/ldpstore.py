@@ -22,14 +22,17 @@ import hmac
 import json
 import secrets
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from fractions import Fraction
 from typing import Any
 
 from dalenius.core.errors import ConfigurationError
+from dalenius.core.periods import calendar, publication_day
 from dalenius.ldp.collection import CollectionSpec, independent
-from dalenius.ledger.storage import Database, Tx, encode_time
+from dalenius.ldp.series import EARLY, Arrival, check_series, collection_series
+from dalenius.ledger.storage import Database, Tx, decode_time, encode_time
 from dalenius.server.errors import AuthenticationError
 from dalenius.server.store import ConflictError, NotFoundError, check_name
 
@@ -75,8 +78,14 @@ class Submission:
     report: Any
 
 
-def _now() -> str:
-    return encode_time(datetime.now(UTC))
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _day(stamp: object) -> date:
+    """The UTC day of a stored arrival time (text on SQLite, a datetime on PostgreSQL)."""
+    moment = stamp if isinstance(stamp, datetime) else decode_time(str(stamp))
+    return moment.astimezone(UTC).date()
 
 
 def _hash(key: str) -> str:
@@ -86,8 +95,12 @@ def _hash(key: str) -> str:
 class LdpStore:
     """Collections and their reports over the gateway's database backend."""
 
-    def __init__(self, backend: Database) -> None:
+    def __init__(self, backend: Database, *, clock: Callable[[], datetime] = _utc_now) -> None:
+        """``clock`` stamps each report's arrival (a series groups reports by it); tests pass
+        one to simulate reports arriving over many days.
+        """
         self._db = backend
+        self._clock = clock
         self._specs: dict[str, tuple[str, CollectionSpec]] = {}
         time = backend.dialect.time_type
         ddl = [
@@ -122,6 +135,9 @@ class LdpStore:
             for statement in ddl:
                 tx.run(statement)
 
+    def _now(self) -> str:
+        return encode_time(self._clock())
+
     # -- collections ---------------------------------------------------------------------------
 
     def create(self, name: str, settings: dict[str, Any], *, by: str) -> dict[str, Any]:
@@ -137,7 +153,7 @@ class LdpStore:
                     )
                 tx.run(
                     "INSERT INTO dalenius_ldp_collections VALUES (?, ?, ?, ?, ?, ?)",
-                    (name, spec.protocol, spec.stored_settings(), _hash(key), _now(), by),
+                    (name, spec.protocol, spec.stored_settings(), _hash(key), self._now(), by),
                 )
         except Exception as error:
             if self._db.is_conflict(error):
@@ -234,7 +250,7 @@ class LdpStore:
                     "INSERT INTO dalenius_ldp_reports "
                     "(collection, client, report_id, memo, report, received_at) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
-                    (name, item.client, item.report_id, memo, report, _now()),
+                    (name, item.client, item.report_id, memo, report, self._now()),
                 )
                 accepted += 1
                 touched.add(item.client)
@@ -304,7 +320,7 @@ class LdpStore:
     def _record_client(
         self, tx: Tx, name: str, client: str, epsilon: Fraction, reports: int
     ) -> None:
-        params = (str(epsilon), reports, _now(), name, client)
+        params = (str(epsilon), reports, self._now(), name, client)
         tx.run(
             "UPDATE dalenius_ldp_clients SET epsilon = ?, reports = ?, updated_at = ? "
             "WHERE collection = ? AND client = ?",
@@ -356,6 +372,42 @@ class LdpStore:
         out["protocol"] = spec.protocol
         out["epsilon_per_report"] = float(spec.per_report)
         return out
+
+    def series(
+        self,
+        name: str,
+        *,
+        period: str,
+        start: str,
+        horizon: int,
+        as_of: str | date | None = None,
+        confidence: float = 0.95,
+    ) -> dict[str, Any]:
+        """Each closed period's estimates and running totals with their intervals
+        (:func:`~dalenius.ldp.series.collection_series`); reports grouped by the UTC day they
+        arrived. Free: post-processing of reports a device already paid for, within its cap.
+        """
+        spec = self.spec(name)
+        check_series(spec)
+        calendar(period, start, horizon)  # every parameter checked before a report is read
+        publication_day(as_of, EARLY)
+        with self._db.transaction(write=False) as tx:
+            rows = tx.run(
+                "SELECT client, memo, report, received_at FROM dalenius_ldp_reports "
+                "WHERE collection = ? ORDER BY seq",
+                (name,),
+            )
+        arrivals = [Arrival(str(c), str(m), str(r), _day(when)) for c, m, r, when in rows]
+        out = collection_series(
+            spec,
+            arrivals,
+            period=period,
+            start=start,
+            horizon=horizon,
+            as_of=as_of,
+            confidence=confidence,
+        )
+        return {"collection": name, **out}
 
     def clients(self, name: str, limit: int) -> list[dict[str, Any]]:
         """Each client's lifetime ε and report count (largest ε first)."""

@@ -6,6 +6,8 @@
 * ``POST /v1/ldp/collections/{name}/reports`` (submission key in ``X-Collection-Key``) — add
   already-randomised reports; each is validated for shape and type, never a raw value.
 * ``GET /v1/ldp/collections/{name}/estimates`` (signed in) — estimates with error bars.
+* ``GET /v1/ldp/collections/{name}/series`` (signed in) — estimates per day, week or month of
+  arrival and running totals, with error bars.
 * ``GET /v1/ldp/collections/{name}/clients`` (curator) — each client's lifetime ε.
 """
 
@@ -168,6 +170,35 @@ class Estimates(_Out):
     stderr: float | None = None
 
 
+class SeriesPoint(_Out):
+    """One closed period: the reports received in it, its estimate and the running total."""
+
+    period: str
+    reports: int
+    estimate: dict[str, Any]
+    running: dict[str, Any]
+
+
+class CollectionSeries(_Out):
+    """A collection's estimates per period and as running totals, with their intervals.
+
+    ``lifetime_epsilon`` is the collection's cap on each device's loss over its whole life (null
+    when the collection has none): everything here is post-processing of the reports.
+    """
+
+    collection: str
+    protocol: str
+    kind: str
+    period: str
+    start: str
+    horizon: int
+    closed: int
+    confidence: float
+    epsilon_per_report: float
+    lifetime_epsilon: float | None
+    periods: list[SeriesPoint]
+
+
 class ClientList(BaseModel):
     """Clients' lifetime ε."""
 
@@ -278,6 +309,44 @@ def estimates(
 ) -> dict[str, Any]:
     """Estimates with error bars from every stored report."""
     return ldp.estimate(name, confidence)
+
+
+Day = Annotated[str, Query(min_length=10, max_length=10, pattern=r"^\d{4}-\d{2}-\d{2}$")]
+
+
+@router.get(
+    "/collections/{name}/series",
+    response_model=CollectionSeries,
+    responses=errors(404),
+    operation_id="get_ldp_series",
+    tags=["analyst", "ldp"],
+    dependencies=[Depends(single_query_values)],
+)
+def series(
+    name: PathName,
+    caller: CallerDep,
+    ldp: StoreDep,
+    period: Annotated[Literal["day", "week", "month"], Query(description="The period.")],
+    start: Day,
+    horizon: Annotated[int, Query(ge=1, le=1024, description="Periods in the series.")],
+    as_of: Annotated[
+        str | None,
+        Query(
+            min_length=10,
+            max_length=10,
+            pattern=r"^\d{4}-\d{2}-\d{2}$",
+            description="Publish the periods closed by this day (default today, UTC).",
+        ),
+    ] = None,
+    confidence: Confidence = 0.95,
+) -> dict[str, Any]:
+    """Estimates per period (reports grouped by the day they arrived) and running totals, each
+    with its interval; free (post-processing of the reports, each device's loss within the
+    collection's lifetime cap).
+    """
+    return ldp.series(
+        name, period=period, start=start, horizon=horizon, as_of=as_of, confidence=confidence
+    )
 
 
 @router.get(

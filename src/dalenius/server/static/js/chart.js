@@ -307,19 +307,31 @@ export function seriesChart({ labels, values, lows, highs, xLabel, yLabel, title
   const every = Math.max(1, Math.ceil(n / room));
   for (let i = 0; i < n; i += every) {
     axis.append(s("line", { x1: px(i), x2: px(i), y1: height - bottom, y2: height - bottom + 4 }));
-    axis.append(s("text", { x: px(i), y: height - bottom + 17, "text-anchor": "middle", text: labels[i] }));
+    // A label that would pass the chart's edge is anchored at its end (or start) instead.
+    const half = String(labels[i]).length * 3.4;
+    const anchor = px(i) + half > width ? "end" : px(i) - half < 0 ? "start" : "middle";
+    axis.append(s("text", { x: anchor === "end" ? width - 2 : anchor === "start" ? 2 : px(i), y: height - bottom + 17, "text-anchor": anchor, text: labels[i] }));
   }
   axis.append(s("line", { x1: left, x2: width - right, y1: height - bottom, y2: height - bottom }));
   svg.append(grid, axis);
   if (yMin < 0) svg.append(s("line", { class: "zero", x1: left, x2: width - right, y1: py(0), y2: py(0) }));
-  const points = [...Array(n).keys()];
-  if (n > 1) {
-    const upper = points.map((i) => `${px(i)},${py(highs[i])}`);
-    const lower = points.map((i) => `${px(i)},${py(lows[i])}`).reverse();
-    svg.append(s("path", { class: "band", d: `M${upper.join("L")}L${lower.join("L")}Z` }));
-    svg.append(s("path", { class: "curve", d: `M${points.map((i) => `${px(i)},${py(values[i])}`).join("L")}` }));
-  } else if (n === 1) {
-    svg.append(s("rect", { class: "band", x: px(0) - 8, width: 16, y: py(highs[0]), height: Math.max(py(lows[0]) - py(highs[0]), 1) }));
+  // A period without an estimate (no reports in it) is a gap: the line and band stop there.
+  const points = [...Array(n).keys()].filter((i) => Number.isFinite(values[i]));
+  const runs = [];
+  for (const i of points) {
+    if (runs.length && runs[runs.length - 1].at(-1) === i - 1) runs[runs.length - 1].push(i);
+    else runs.push([i]);
+  }
+  for (const run of runs) {
+    if (run.length > 1) {
+      const upper = run.map((i) => `${px(i)},${py(highs[i])}`);
+      const lower = run.map((i) => `${px(i)},${py(lows[i])}`).reverse();
+      svg.append(s("path", { class: "band", d: `M${upper.join("L")}L${lower.join("L")}Z` }));
+      svg.append(s("path", { class: "curve", d: `M${run.map((i) => `${px(i)},${py(values[i])}`).join("L")}` }));
+    } else {
+      const [i] = run;
+      svg.append(s("rect", { class: "band", x: px(i) - 6, width: 12, y: py(highs[i]), height: Math.max(py(lows[i]) - py(highs[i]), 1) }));
+    }
   }
   const dots = s("g", { class: "dots" });
   for (const i of points) {

@@ -7,7 +7,7 @@
 import { get, post } from "./api.js";
 import { lineChart } from "./chart.js";
 import { perturbCard } from "./perturb.js";
-import { continualSeries, seriesCard } from "./series.js";
+import { collectionSeries, continualSeries, seriesCard } from "./series.js";
 import { clear, errorAlert, fmt, fmtLoss, h, mainValue, pageHead, table, td } from "./ui.js";
 
 const enc = encodeURIComponent;
@@ -127,10 +127,14 @@ function flowsCard(dataset, result) {
   );
 }
 
-// A continual series: the declaration (all public) as POST /datasets/{name}/continual takes it.
-// The first publication charges the lifetime ε; the same declaration later publishes the periods
-// closed since, free.
+// A series over time, from a table of the dataset or from a local-DP collection. A table's
+// series is declared (all public) as POST /datasets/{name}/continual takes it: its first
+// publication charges the lifetime ε, the same declaration later publishes the periods closed
+// since, free. A collection's is read with GET /ldp/collections/{name}/series: free, its
+// devices' loss capped by the collection.
 function continualForm(dataset, release, epsilonInput) {
+  const source = h("select", { id: "series-source", name: "series-source" }, h("option", { value: "table", text: "a table of the dataset" }), h("option", { value: "collection", text: "a local-DP collection" }));
+  const collection = h("select", { id: "series-collection", name: "series-collection" });
   const table = words("series-table", "visits");
   const time = words("series-time", "visit_date");
   const period = h("select", { id: "series-period", name: "series-period" }, ["day", "week", "month"].map((p) => h("option", { value: p, text: p, selected: p === "month" })));
@@ -143,7 +147,24 @@ function continualForm(dataset, release, epsilonInput) {
   const confidence = input("series-confidence", "0.95");
   const eps = epsilonInput("series-epsilon", 0.5);
   const feedback = h("div", { "aria-live": "polite" });
+  const fromTable = [field("series-table", "Table", table), field("series-time", "Date column", time), field("series-value", "Summed int column (optional)", value), field("series-max-rows", "Rows per unit over the horizon (optional)", maxRows), field("series-levels", "Tree levels (optional; 1: each period once)", levels), field("series-epsilon", "Lifetime ε (pure)", eps)];
+  const fromCollection = [field("series-collection", "Collection", collection)];
+  const showSource = async () => {
+    const ldp = source.value === "collection";
+    for (const box of fromTable) box.hidden = ldp;
+    for (const box of fromCollection) box.hidden = !ldp;
+    if (ldp && !collection.options.length) {
+      const { collections } = await get("/ldp/collections");
+      collection.replaceChildren(...collections.map((c) => h("option", { value: c.name, text: `${c.name} (${c.protocol})` })));
+    }
+  };
+  source.addEventListener("change", () => showSource().catch((failure) => feedback.replaceChildren(errorAlert(failure))));
   const send = () => {
+    if (source.value === "collection") {
+      const query = new URLSearchParams({ period: period.value, start: start.value.trim(), horizon: horizon.value.trim(), confidence: confidence.value.trim() || "0.95" });
+      if (asOf.value.trim()) query.set("as_of", asOf.value.trim());
+      return get(`/ldp/collections/${enc(collection.value)}/series?${query}`);
+    }
     const body = { table: table.value.trim(), time: time.value.trim(), period: period.value, start: start.value.trim(), horizon: Number(horizon.value), epsilon: eps.value.trim() };
     optional(body, "value", value);
     optional(body, "max_rows", maxRows, true);
@@ -152,29 +173,31 @@ function continualForm(dataset, release, epsilonInput) {
     optional(body, "confidence", confidence, true);
     return post(`/datasets/${enc(dataset.value)}/continual`, body);
   };
-  return h(
+  const card = (name, result) => seriesCard(result.collection ? collectionSeries(result) : continualSeries(name, result));
+  const form = h(
     "form",
-    { class: "card", id: "series-form", onsubmit: release(feedback, send, (name, result) => seriesCard(continualSeries(name, result))) },
+    { class: "card", id: "series-form", onsubmit: release(feedback, send, card) },
     h("h2", { text: "Series over time" }),
-    h("p", { class: "small muted", text: "Counts (and clipped sums) per day, week or month under one lifetime ε, charged at the series' first publication; publishing the same series again as periods close costs nothing." }),
+    h("p", { class: "small muted", text: "Counts (and clipped sums) of a table per day, week or month under one lifetime ε, charged at the series' first publication (publishing the same series again as periods close costs nothing); or a local-DP collection's estimates per period of arrival, free." }),
     h(
       "div",
       { class: "grid two" },
-      field("series-table", "Table", table),
-      field("series-time", "Date column", time),
+      field("series-source", "Source", source),
+      ...fromCollection,
+      fromTable.slice(0, 2),
       field("series-period", "Period", period),
       field("series-start", "First day", start),
       field("series-horizon", "Horizon (periods, at most 1024)", horizon),
-      field("series-value", "Summed int column (optional)", value),
-      field("series-max-rows", "Rows per unit over the horizon (optional)", maxRows),
-      field("series-levels", "Tree levels (optional; 1: each period once)", levels),
+      fromTable.slice(2, 5),
       field("series-as-of", "Periods closed by (optional)", asOf),
       field("series-confidence", "Confidence of the intervals", confidence),
-      field("series-epsilon", "Lifetime ε (pure)", eps),
+      fromTable[5],
     ),
     h("div", { class: "actions" }, h("button", { class: "button", type: "submit", text: "Publish series" })),
     feedback,
   );
+  for (const box of fromCollection) box.hidden = true;
+  return form;
 }
 
 export async function releasesPage(root) {

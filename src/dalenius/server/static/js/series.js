@@ -3,7 +3,8 @@
 // and the whole series as CSV. The card takes a series already put in one shape —
 // { periods, measures: [{ key, label, per, running, runningLabel }] } where per and running hold
 // value/low/high/se arrays — so any product publishing per period can use it; continualSeries
-// puts a dataset's continual release in that shape. The form lives on the Releases page.
+// puts a dataset's continual release in that shape, collectionSeries a local-DP collection's
+// series. The form lives on the Releases page.
 
 import { seriesChart } from "./chart.js";
 import { fmt, fmtLoss, h, table, td } from "./ui.js";
@@ -36,6 +37,42 @@ export function continualSeries(dataset, result) {
     measures,
     confidence: result.confidence,
     file: `series-${dataset}-${result.table}-${result.period}.csv`,
+  };
+}
+
+// A local-DP collection's series (GET /ldp/collections/{name}/series) in the card's shape: one
+// measure per value of a frequency collection, the mean of a mean collection. A period without
+// reports has no estimate (NaN: a gap in the line, an empty cell in the CSV).
+export function collectionSeries(result) {
+  const views = (pick) => ({ per: pick((p) => p.estimate), running: pick((p) => p.running) });
+  let measures;
+  if (result.kind === "mean") {
+    const pick = (view) => {
+      const at = (key) => result.periods.map((p) => (view(p)[key] ?? NaN));
+      return { value: at("mean"), low: at("lower"), high: at("upper"), se: at("stderr") };
+    };
+    measures = [{ key: "mean", label: "Mean", ...views(pick), runningLabel: "Running mean" }];
+  } else {
+    measures = result.values.map((label, j) => {
+      const pick = (view) => {
+        const at = (key) => result.periods.map((p) => (view(p).rows ? view(p).rows[j][key] : NaN));
+        return { value: at("estimate"), low: at("lower"), high: at("upper"), se: at("stderr") };
+      };
+      return { key: String(label), label: `Count of ${label}`, ...views(pick), runningLabel: "Running total" };
+    });
+  }
+  const lifetime = result.lifetime_epsilon === null ? "no lifetime cap" : `lifetime ε ≤ ${fmt(result.lifetime_epsilon, 6)} per device`;
+  const reports = result.periods.reduce((sum, p) => sum + p.reports, 0);
+  return {
+    kind: "ldp-series",
+    title: `${ADVERB[result.period] ?? ""} series of collection ${result.collection}`,
+    meta: `${result.closed} of ${result.horizon} periods closed; ${reports.toLocaleString("en-US")} reports; ${result.protocol}, ε ${fmt(result.epsilon_per_report, 4)} per report; ${lifetime}; free`,
+    note: "Local DP: the reports were randomised on the devices, so every number here is post-processing of them, and each device's loss over the collection's whole life is capped by the collection (not by this series). A period's estimate counts a device's repeats of one memoised response once; a running total is the collection's estimate from every report received by the period's end. Periods are days (UTC) of arrival.",
+    period: result.period,
+    periods: result.periods.map((p) => p.period),
+    measures,
+    confidence: result.confidence,
+    file: `series-${result.collection}-${result.period}.csv`,
   };
 }
 
@@ -102,7 +139,10 @@ export function seriesCard(series) {
     figure.replaceChildren(
       seriesChart({ labels: series.periods.map((p) => axisLabel(p, series.period)), values: v.value, lows: v.low, highs: v.high, xLabel: series.period === "month" ? "month" : `${series.period ?? "period"} starting`, yLabel: m.label, title: what, confidence: series.confidence }),
     );
-    const cells = series.periods.map((period, i) => [td(period, "nowrap"), td(fmt(v.value[i], 5), "num"), td(`[${fmt(v.low[i], 5)}, ${fmt(v.high[i], 5)}]`, "num nowrap"), td(fmt(v.se[i], 4), "num")]);
+    // A period without an estimate (no reports) says so, rather than showing a number.
+    const num = (x, digits) => (Number.isFinite(x) ? fmt(x, digits) : "—");
+    const span = (i) => (Number.isFinite(v.value[i]) ? `[${fmt(v.low[i], 5)}, ${fmt(v.high[i], 5)}]` : "no reports");
+    const cells = series.periods.map((period, i) => [td(period, "nowrap"), td(num(v.value[i], 5), "num"), td(span(i), "num nowrap"), td(num(v.se[i], 4), "num")]);
     const head = per ? "Estimate" : m.runningLabel;
     rows.replaceChildren(
       h("p", { class: "small series-caption", text: `${what}, each with its ${pct} interval` }),
