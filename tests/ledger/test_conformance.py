@@ -346,6 +346,8 @@ def test_identical_request_is_answered_from_the_record_at_no_cost(
     assert isinstance(again, CachedAnswer)
     assert (again.entry_id, again.answer, again.loss) == (entry_id, answer(7), PureDP(F(1, 2)))
     assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
+    # What is left comes with the answer, read in the same transaction: no second read.
+    assert again.remaining == ledger.remaining("alice", "adult")
     cached = ledger.audit()[-1]
     assert (cached.outcome, cached.entry_id, cached.loss) == ("cached", entry_id, None)
 
@@ -689,9 +691,12 @@ def test_two_analysts_get_one_shared_release_counted_once(ledger: Ledger, charge
     assert ledger.total_spent("adult") == PureDP(F(1, 2))
     assert ledger.spent("alice", "adult") == PureDP(F(1, 2))
     assert ledger.spent("bob", "adult") == PureDP(F(1, 2))
+    # What bob has left comes with the shared answer, his own charge for it counted.
+    assert second.remaining == ledger.remaining("bob", "adult")
     # Bob asking again is his own repeat: free, same value.
     third = ledger.reserve(charge("bob", epsilon=F(1, 2), key="same-query"))
     assert isinstance(third, CachedAnswer) and third.answer == answer(1234)
+    assert third.remaining == ledger.remaining("bob", "adult")
     assert third.shared_from is None and third.entry_id == second.entry_id
     assert ledger.spent("bob", "adult") == PureDP(F(1, 2))
     assert ledger.verify() == []

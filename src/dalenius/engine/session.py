@@ -516,7 +516,8 @@ class Session:
         if isinstance(outcome, CachedAnswer):
             value = plan.publish(plan.decode(outcome.answer), conf)
             shared = outcome.shared_from is not None
-            return value, Receipt(self.remaining(), True, outcome.entry_id, shared)
+            left = outcome.remaining if outcome.remaining is not None else self.remaining()
+            return value, Receipt(left, True, outcome.entry_id, shared)
         reservation = outcome
 
         def release(claim: Callable[[], bool]) -> tuple[Any, Receipt]:

@@ -171,6 +171,8 @@ class CachedAnswer:
         loss: what that entry cost when it was first answered.
         created_at: when the entry was reserved (UTC).
         shared_from: for a shared answer, the entry (of another analyst) that released it.
+        remaining: what the analyst may still spend, as the transaction that found the answer
+            saw it (``None`` when the store does not say): a repeat then needs no second read.
     """
 
     entry_id: str
@@ -178,6 +180,7 @@ class CachedAnswer:
     loss: Loss
     created_at: datetime
     shared_from: str | None = None
+    remaining: Loss | None = None
 
 
 @dataclass(frozen=True)

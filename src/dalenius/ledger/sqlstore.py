@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from dalenius.accounting import (
@@ -326,7 +326,20 @@ class SqlLedger(Ledger):
         info = self._dataset(tx, dataset)
         if info is None:
             return zero_loss("pure")
-        budget = self._budget(tx, principal, dataset)
+        return self._left(tx, info, self._budget(tx, principal, dataset), principal, now)
+
+    def _left(
+        self,
+        tx: Tx,
+        info: DatasetInfo,
+        budget: BudgetInfo | None,
+        principal: str,
+        now: datetime,
+    ) -> Loss:
+        """What ``principal`` may still spend on ``info``'s dataset under ``budget`` (both as
+        this transaction read them), within the dataset's total cap.
+        """
+        dataset = info.name
         if budget is None or budget.exhausted_at is not None:
             return zero_loss(info.definition)
         since = policy.period_start(budget, now)
@@ -566,11 +579,12 @@ class SqlLedger(Ledger):
             budget = self._budget(tx, request.principal, request.dataset, lock=True)
             decision = self._decide(tx, request, info, budget, now)
             if isinstance(decision, _Shared):
-                return self._record_shared(tx, request, decision, now)
+                shared = self._record_shared(tx, request, decision, now)
+                return self._with_remaining(tx, shared, info, budget, request, now)
             if isinstance(decision, CachedAnswer):
                 why = f"answered from entry {decision.entry_id} at no cost"
                 self._audit(tx, now, request, (CACHED, why), entry_id=decision.entry_id)
-                return decision
+                return self._with_remaining(tx, decision, info, budget, request, now)
             if isinstance(decision, EvaluationFailed):
                 why = "the recorded failure after the data gate returned again, at no cost"
                 self._audit(tx, now, request, (CACHED, why))
@@ -604,6 +618,24 @@ class SqlLedger(Ledger):
                 lines.append((GATED, _GATE_DETAIL))
             self._audit(tx, now, request, *lines, loss=decision.charged, entry_id=reservation.id)
             return reservation
+
+    def _with_remaining(
+        self,
+        tx: Tx,
+        answer: CachedAnswer,
+        info: DatasetInfo | None,
+        budget: BudgetInfo | None,
+        request: ChargeRequest,
+        now: datetime,
+    ) -> CachedAnswer:
+        """``answer`` with what the analyst has left, read in the transaction that found it (the
+        caller shows it beside the answer without a transaction of its own).
+        """
+        if info is None:
+            left = zero_loss("pure")
+        else:
+            left = self._left(tx, info, budget, request.principal, now)
+        return replace(answer, remaining=left)
 
     def _shared_source(self, tx: Tx, request: ChargeRequest) -> LedgerEntry | None:
         """Another analyst's committed release of the same request on this dataset, if any."""
