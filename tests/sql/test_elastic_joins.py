@@ -217,3 +217,32 @@ def test_every_count_gets_its_share_and_the_frequencies_a_tenth(tmp_path: Path) 
     assert [m.epsilon for m in plan.measurements] == [Fraction(9, 20), Fraction(9, 20)]
     assert plan.elastic.delta == Fraction(1, 2 * 10**6)
     assert np.isfinite(float(plan.elastic.beta))
+
+
+def test_a_lookup_joined_after_the_elastic_join_is_refused(tmp_path: Path) -> None:
+    """A public table joined after the join would repeat each joined row, which ES counts once."""
+    visits, staff = _tables(1)
+    folder = tmp_path / "s"
+    session = _session(folder, visits, staff)
+    pd.DataFrame({"clinic": [0, 0, 1], "town": ["a", "b", "c"]}).to_csv(
+        folder / "towns.csv", index=False
+    )
+    text = (folder / "cat.toml").read_text() + (
+        '\n[tables.towns]\nsource = { csv = "towns.csv" }\npublic = true\n\n'
+        '[tables.towns.columns]\nclinic = { type = "int" }\ntown = { type = "str" }\n'
+    )
+    (folder / "cat.toml").write_text(text)
+    catalog = load_catalog(folder / "cat.toml")
+    session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    after = (
+        "SELECT COUNT(*) FROM visits v JOIN staff s ON v.clinic = s.clinic "
+        "JOIN towns t ON s.clinic = t.clinic"
+    )
+    with pytest.raises(PrivacyRefusal, match="must be the last join"):
+        session.prepare(after, 1, Fraction(1, 10**6))
+    before = (
+        "SELECT COUNT(*) FROM visits v JOIN towns t ON v.clinic = t.clinic "
+        "JOIN staff s ON v.clinic = s.clinic"
+    )
+    plan = session.prepare(before, 1, Fraction(1, 10**6)).plan
+    assert plan.elastic is not None and plan.elastic.left_rows == 3  # the id side's cap

@@ -148,6 +148,16 @@ def elastic_plan(plan: DPQuery, epsilon: Fraction, delta: Fraction | None) -> DP
     return replace(plan, measurements=measurements, loss=ApproxDP(epsilon, delta), elastic=elastic)
 
 
+def _outermost_join(relation: Relation) -> Join | None:
+    """The last join of ``relation`` (the one whose rows the aggregate reads)."""
+    match relation:
+        case Join():
+            return relation
+        case Filter(child=c) | Project(child=c) | SemiJoin(child=c):
+            return _outermost_join(c)
+    return None
+
+
 def _unplannable(
     plan: DPQuery, joins: list[Join], delta: Fraction | None
 ) -> tuple[str, str, str] | None:
@@ -158,6 +168,13 @@ def _unplannable(
             "JOIN",
             "only one join of two private tables without join_rows_per_key can be planned.",
             declare + ".",
+        )
+    if _outermost_join(plan.query.relation) is not joins[0]:
+        # A join after it (a public lookup) would repeat each joined row; ES counts them once.
+        return (
+            "JOIN",
+            "a join without join_rows_per_key must be the last join of the query.",
+            "join the lookup tables to either private table before it, or " + declare + ".",
         )
     if plan.query.group_by:
         return (
