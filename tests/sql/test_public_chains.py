@@ -11,7 +11,7 @@ import pytest
 from tests.support.exact import exact_data
 
 from dalenius.core.catalog import load_catalog
-from dalenius.core.errors import QueryError
+from dalenius.core.errors import PublicAnswer, PublicQuery, QueryError
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
@@ -167,19 +167,35 @@ def test_other_chains_are_refused_at_the_join(
 
 
 @pytest.mark.parametrize(
-    "sql",
+    ("sql", "expected"),
     [
-        "SELECT COUNT(*) FROM zones",
-        "SELECT COUNT(*) FROM zones z JOIN shops s ON s.region = z.region",
-        "SELECT z.zone, COUNT(*) FROM shops s JOIN zones z ON s.region = z.region GROUP BY z.zone",
+        ("SELECT COUNT(*) FROM zones", ((6,),)),
+        ("SELECT COUNT(*) FROM zones z JOIN shops s ON s.region = z.region", ((11,),)),
+        (
+            "SELECT z.zone, COUNT(*) FROM shops s JOIN zones z ON s.region = z.region "
+            "GROUP BY z.zone ORDER BY z.zone",
+            (("z1", 3), ("z2", 4), ("z3", 4)),
+        ),
     ],
 )
-def test_a_query_of_public_tables_alone_is_refused_naming_them(
-    pair: tuple[Session, Session], sql: str
+def test_a_query_of_public_tables_alone_is_answered_exactly_free(
+    pair: tuple[Session, Session], sql: str, expected: tuple[tuple[object, ...], ...]
+) -> None:
+    # shops ⋈ zones on region: n meets 2 shops × 3 zones, s 2 × 2, e 1 × 1.
+    with pytest.raises(PublicQuery) as caught:
+        pair[1].plan(sql, 1)
+    assert caught.value.clause == "FROM" and "zones" in caught.value.what
+    result = pair[1].query(sql, 1)
+    assert result.rows == expected and result.spent.epsilon == 0
+    assert pair[1].ledger.entries() == []
+
+
+def test_a_private_table_read_only_in_a_subquery_of_public_rows_is_refused(
+    pair: tuple[Session, Session],
 ) -> None:
     with pytest.raises(QueryError) as caught:
-        pair[1].plan(sql, 1)
-    assert caught.value.clause == "FROM"
-    assert "reads only public tables (" in caught.value.what and "zones" in caught.value.what
+        pair[1].plan("WITH p AS (SELECT * FROM people) SELECT COUNT(*) FROM zones", 1)
+    assert not isinstance(caught.value, PublicAnswer)
+    assert caught.value.clause == "FROM" and "public tables only (zones)" in caught.value.what
     assert "no privacy unit" in (caught.value.why or "")
-    assert "join them to a private table" in (caught.value.fix or "")
+    assert "leave the private table out" in (caught.value.fix or "")

@@ -851,7 +851,11 @@ def refused() -> list[Refused]:
             "compares a int with a str",
         ),
         Refused(
-            "public-only", "adult", "SELECT COUNT(*) FROM edu_levels", "FROM", "only public tables"
+            "public-rows-private-with",
+            "adult",
+            "WITH a AS (SELECT * FROM adult) SELECT COUNT(*) FROM edu_levels",
+            "FROM",
+            "public tables only",
         ),
         Refused(
             "exists-private-uncorrelated",

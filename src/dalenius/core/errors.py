@@ -207,6 +207,44 @@ class PublicAnswer(QueryError):
         self.columns = columns
         self.types = types
         self.rows = rows
+        self.kinds: tuple[str, ...] = ("key",) * len(columns)
+
+
+class PublicQuery(PublicAnswer):
+    """A query that reads public tables alone: it has passed the allow-list of
+    :mod:`dalenius.sql.public_sql` (one SELECT over public catalog tables, known columns, listed
+    functions) and is answered exactly by running it on those tables.
+
+    Public tables belong to no privacy unit (the custodian declared them public), so the exact
+    answer reveals nothing protected: :meth:`dalenius.engine.session.Session.query` runs
+    :attr:`statement` under the engine's time limit, spends nothing, writes no ledger entry and
+    one audit line; explaining it says so, free.
+
+    Attributes:
+        kinds: per column, ``key`` (a value as read) or ``count``/``exact`` (an aggregate, whose
+            interval is the value itself).
+        tables: the public tables it reads.
+        statement: the checked statement written in an engine's dialect (given the dialect).
+        max_rows: the most rows an answer may have (one more is read, to know it has more).
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        columns: tuple[str, ...],
+        types: tuple[str, ...],
+        kinds: tuple[str, ...],
+        tables: tuple[Any, ...],
+        statement: Any,
+        max_rows: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(what, columns=columns, types=types, rows=(), **kwargs)
+        self.kinds = kinds
+        self.tables = tables
+        self.statement = statement
+        self.max_rows = max_rows
 
 
 class BoundsNotChosen(PrivacyRefusal):

@@ -55,6 +55,7 @@ from dalenius.core.errors import (
     PostGateOutcome,
     PrivacyRefusal,
     PublicAnswer,
+    PublicQuery,
     QueryError,
     UserError,
 )
@@ -73,6 +74,7 @@ from dalenius.engine.private_bounds import (
     remember,
     settle,
 )
+from dalenius.engine.public import public_rows
 from dalenius.engine.query_release import QueryRelease
 from dalenius.engine.result import (
     BoundsResult,
@@ -396,29 +398,46 @@ class Session:
         )
 
     def _public(self, sql: str, public: PublicAnswer, conf: float) -> Result:
-        """Answer a query whose answer is public (read off the catalog): exact, no data read,
-        nothing spent, one audit line.
+        """Answer a query whose answer is public: read off the catalog (public keys), or run
+        over public tables alone (:mod:`dalenius.engine.public`). Exact, nothing spent, no
+        ledger entry, one audit line.
         """
+        if isinstance(public, PublicQuery):
+            try:
+                rows, lows, highs = public_rows(self.executor, public)
+            except DaleniusError as exc:  # nothing was reserved: a refusal, or the engine's failure
+                self._audit(sql, "refused", exc)
+                raise
+            names = ", ".join(t.name for t in public.tables)
+            detail = f"answered from public tables ({names}): exact, nothing spent"
+            note = (
+                f"Answered exactly from public tables ({names}): they belong to no privacy unit, "
+                "so nothing is spent."
+            )
+        else:
+            rows = public.rows
+            lows = highs = tuple((None,) * len(public.columns) for _ in public.rows)
+            detail = "answered from the catalog's public keys: no data read, nothing spent"
+            note = "Answered from the catalog's public keys: no data read, nothing spent."
         self.ledger.record(
             principal=self.analyst,
             dataset=self.dataset,
             sql=sql,
             outcome=ANSWERED,
-            detail="answered from the catalog's public keys: no data read, nothing spent",
+            detail=detail,
         )
-        empty = tuple((None,) * len(public.columns) for _ in public.rows)
         return Result(
             columns=public.columns,
-            rows=public.rows,
-            lows=empty,
-            highs=empty,
-            kinds=("key",) * len(public.columns),
+            rows=rows,
+            lows=lows,
+            highs=highs,
+            kinds=public.kinds,
             loss=PureDP(Fraction(0)),
             remaining=self.remaining(),
             confidence=conf,
             cached=False,
             entry_id=None,
-            notes=("Answered from the catalog's public keys: no data read, nothing spent.",),
+            notes=(note,),
         )
 
     # -- the one spending sequence ------------------------------------------------------------

@@ -356,8 +356,11 @@ class Gateway:
                 plan = session.plan(
                     sql, epsilon, delta=delta, confidence=confidence, shape_only=True, **targets
                 )
-        except PublicAnswer as public:  # answered from the catalog: keys only
-            return [(c, "key", t) for c, t in zip(public.columns, public.types, strict=True)]
+        except PublicAnswer as public:  # exact and free: the catalog's keys, or public tables
+            return [
+                (c, k, t if k == "key" else None)
+                for c, k, t in zip(public.columns, public.kinds, public.types, strict=True)
+            ]
         names = [out.name for out in plan.query.outputs]
         return list(zip(names, output_kinds(plan), key_types(plan), strict=True))
 

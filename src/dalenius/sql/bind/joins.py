@@ -105,17 +105,22 @@ class _Joins(_Aggregates):
         return self.combine(left, right, left_key, right_key, join_kind, join)
 
     def public_only(self, source: _Source, node: exp.Expr | None) -> QueryError:
-        """The refusal of a query that reads public tables alone (no privacy unit anywhere)."""
+        """The refusal of a query whose rows come from public tables alone while it also reads
+        a private table (in a subquery or WITH): a query that reads public tables only never
+        reaches the binder (it is answered exactly, :mod:`dalenius.sql.public_sql`).
+        """
         names = ", ".join(dict.fromkeys(t.name for t in source.tables))
+        private = ", ".join(t.name for t in self.catalog.tables if not t.public)
         return self.error(
-            f"the query reads only public tables ({names}).",
+            f"the query counts rows of public tables only ({names}), and reads a private table "
+            "only inside a subquery or WITH.",
             node,
             clause="FROM",
-            why="their rows belong to no privacy unit: Dalenius answers questions about private "
-            "tables, with noise paid from a budget, and has nothing to protect or charge here; "
-            "public tables are read as they are, outside it.",
-            fix="read the public tables where the custodian publishes them, or join them to a "
-            "private table as lookups (FROM lineitem JOIN supplier ON ...).",
+            why="its rows belong to no privacy unit, so no noise calibrated to one person "
+            "bounds what the private table changes in the answer.",
+            fix=f"ask about the private table's rows (FROM one of {private}, joined to the public "
+            "tables as lookups), or leave the private table out: a query over public tables "
+            "alone is answered exactly, free.",
         )
 
     def joinable(self, left: _Source, right: _Source, join: exp.Expr) -> None:

@@ -27,6 +27,7 @@ from dalenius.sql.bind.base import _Source
 from dalenius.sql.bind.outputs import _State
 from dalenius.sql.bind.relations import _Relations
 from dalenius.sql.parse import DEFAULT_DIALECT, parse
+from dalenius.sql.public_sql import public_query
 
 MAX_GROUPS_CONTRIBUTED = 1_000_000
 """Largest ``max_groups_contributed``: the noise grows with it, and past this it drowns any answer."""
@@ -62,6 +63,8 @@ def to_query(sql: str, catalog: Catalog, dialect: str = DEFAULT_DIALECT) -> Reso
     Raises:
         QueryError: for syntax errors, unknown names and unsupported constructs.
         PrivacyRefusal: for constructs whose privacy cost cannot be bounded.
+        PublicQuery: the query reads public tables alone and passed their allow-list
+            (:mod:`dalenius.sql.public_sql`): the session answers it exactly, free.
 
     Example:
         >>> from dalenius.core.catalog import parse_catalog
@@ -76,6 +79,10 @@ def to_query(sql: str, catalog: Catalog, dialect: str = DEFAULT_DIALECT) -> Reso
     """
     extracted = bigquery.extract(sql)
     tree = parse(extracted.sql, "bigquery" if extracted.enabled else dialect)
+    if not extracted.enabled:
+        public = public_query(tree, catalog, sql, dialect)
+        if public is not None:
+            raise public
     return _Planner(sql, catalog, extracted).build(tree)
 
 
