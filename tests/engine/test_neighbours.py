@@ -162,6 +162,18 @@ QUERIES = [
         None,
     ),
     (
+        "left-join-on-unit-right-filtered",
+        "SELECT COUNT(*), COUNT(a.balance), SUM(a.balance) FROM people p LEFT JOIN accounts a "
+        "ON p.pid = a.pid AND a.balance > 0",
+        None,
+    ),
+    (
+        "left-join-filtered-histogram",
+        "SELECT n, COUNT(*) FROM (SELECT p.pid, COUNT(a.balance) AS n FROM people p "
+        "LEFT JOIN accounts a ON p.pid = a.pid AND a.balance > 0 GROUP BY p.pid) t GROUP BY n",
+        None,
+    ),
+    (
         "public-chain-written-first",
         "SELECT z.zone, COUNT(*), SUM(p.amount) FROM zones z JOIN shops s ON s.region = z.region "
         "JOIN people p ON p.shop = s.shop GROUP BY z.zone",

@@ -1,10 +1,15 @@
 """An inner join's ON may carry more conditions after its key equality: they filter the joined
 rows (R ⋈_{k ∧ c} S = σ_c(R ⋈_k S)), so the answers equal the same join with them in WHERE and
-the sensitivity is the key join's."""
+the sensitivity is the key join's. A LEFT JOIN's conditions on its right table alone filter that
+table before the join (L ⟕_{k ∧ c(R)} R = L ⟕_k σ_c(R), TPC-H Q13)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
 import pytest
+from tests.support.exact import exact_answer
 
 import dalenius
 from dalenius.core.errors import PrivacyRefusal, QueryError
@@ -12,9 +17,18 @@ from dalenius.datasets.census import write_demo
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> dalenius.Session:
-    catalog = write_demo(tmp_path_factory.mktemp("census"), n=400)
-    return dalenius.connect(str(catalog), budget=10, ledger="memory:")
+def census(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_demo(tmp_path_factory.mktemp("census"), n=400)
+
+
+@pytest.fixture(scope="module")
+def session(census: Path) -> dalenius.Session:
+    return dalenius.connect(str(census), budget=10, ledger="memory:")
+
+
+@pytest.fixture(scope="module")
+def census_frames(census: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pd.read_csv(census.parent / "people.csv"), pd.read_csv(census.parent / "visits.csv")
 
 
 BASE = "SELECT COUNT(*) FROM people p JOIN visits v ON p.person_id = v.person_id"
@@ -38,14 +52,57 @@ def test_more_on_conditions_plan_as_the_key_join_with_them_in_where(
     assert lifted.measurements[0].sensitivity_units == 5
 
 
-def test_a_left_join_refuses_another_on_condition(session: dalenius.Session) -> None:
+def test_a_left_join_refuses_an_on_condition_that_reads_the_left_side(
+    session: dalenius.Session,
+) -> None:
     with pytest.raises(QueryError) as caught:
         session.plan(
             "SELECT COUNT(*) FROM people p LEFT JOIN visits v "
-            "ON p.person_id = v.person_id AND v.duration_minutes > 30",
+            "ON p.person_id = v.person_id AND p.age > 30",
             1,
         )
     assert caught.value.clause == "JOIN" and "move it to WHERE" in (caught.value.fix or "")
+    assert "empties their match" in (caught.value.why or "")
+
+
+LEFT = (
+    "SELECT COUNT(*), COUNT(v.person_id) FROM people p LEFT JOIN visits v "
+    "ON p.person_id = v.person_id{extra}"
+)
+
+
+def test_a_left_join_s_condition_on_the_right_table_filters_it_before_the_join(
+    session: dalenius.Session, census_frames: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
+    """L ⟕_{k ∧ c(R)} R = L ⟕_k σ_c(R): every person is kept, matched only with long visits."""
+    people, visits = census_frames
+    sql = LEFT.format(extra=" AND v.duration_minutes > 30 AND v.state <> 'TX'")
+    answer = exact_answer(session, sql, 1)
+    kept = visits[(visits.duration_minutes > 30) & (visits.state != "TX")]
+    joined = people.merge(kept, on="person_id", how="left", suffixes=("", "_v"))
+    assert answer.rows == ((len(joined), int(joined.visit_id.notna().sum())),)
+    # The sensitivity is the key join's: the filter only drops right rows.
+    plain = session.plan(LEFT.format(extra=""), 1)
+    assert session.plan(sql, 1).measurements[0].sensitivity_units == (
+        plain.measurements[0].sensitivity_units
+    )
+
+
+def test_q13_shape_a_histogram_of_people_by_their_filtered_visit_count(
+    session: dalenius.Session, census_frames: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
+    people, visits = census_frames
+    sql = (
+        "SELECT c_count, COUNT(*) AS custdist FROM (SELECT p.person_id, COUNT(v.visit_id) AS "
+        "c_count FROM people p LEFT OUTER JOIN visits v ON p.person_id = v.person_id "
+        "AND v.duration_minutes > 30 GROUP BY p.person_id) AS t GROUP BY c_count"
+    )
+    answer = exact_answer(session, sql, 1)
+    kept = visits[visits.duration_minutes > 30]
+    per = people[["person_id"]].merge(kept, on="person_id", how="left")
+    counts = per.groupby("person_id").visit_id.count().value_counts()
+    got = {row[0]: row[1] for row in answer.rows if row[1]}
+    assert got == {int(k): int(v) for k, v in counts.items()}
 
 
 def test_two_private_tables_still_need_their_unit_among_the_equalities(

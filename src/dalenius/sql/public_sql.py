@@ -440,4 +440,3 @@ def _shown(node: exp.Expr) -> str:
         "LATERAL": "LATERAL",
         "WINDOW": "a window (OVER)",
     }.get(key, key)
-

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dalenius.core.errors import QueryError
 from dalenius.plan.derive import FieldInfo
-from dalenius.plan.nodes import Field, Join, Scan, Truncation, UnitSpec, with_fields
+from dalenius.plan.nodes import Field, Filter, Join, Scan, Truncation, UnitSpec, with_fields
 from dalenius.sql.bind.aggregates import _Aggregates
 from dalenius.sql.bind.base import _info, _Source
 from dalenius.sql.expressions import Converter
@@ -75,7 +75,7 @@ class _Joins(_Aggregates):
                     else "."
                 ),
             )
-        right = build(join.this)
+        right = written = build(join.this)
         self.joinable(left, right, join)
         join_kind: Literal["inner", "left"] = "left" if side == "LEFT" else "inner"
         if join_kind == "left":
@@ -93,16 +93,58 @@ class _Joins(_Aggregates):
         )
         left_key, right_key, extra = self.join_keys(join, left, right, both)
         if extra and join_kind == "left":
+            right = self.filtered_right(join, extra, written, right, both)
+            extra = []
+        lifted.extend(extra)
+        return self.combine(left, right, left_key, right_key, join_kind, join)
+
+    def filtered_right(
+        self,
+        join: exp.Join,
+        extra: list[exp.Expr],
+        written: _Source,
+        right: _Source,
+        both: _Source,
+    ) -> _Source:
+        """A LEFT JOIN's right side filtered by the ON conditions beside its key that read the
+        right side alone: ``L ⟕_{k ∧ c(R)} R = L ⟕_k σ_c(R)`` (a right row failing ``c`` matches
+        no left row either way; a left row without a match is kept, extended with NULLs, either
+        way). TPC-H Q13: ``customer LEFT JOIN orders ON c_custkey = o_custkey AND o_comment NOT
+        LIKE ...``. A condition that reads the left side is refused: it empties a match instead
+        of dropping a row, which no filter expresses. Only a private right side is filtered: a
+        public one must stay a table (its key multiplicity is measured on the table).
+        """
+        ids = {f.id for f in written.fields}
+        reads_left = any(
+            self.lookup(both.fields, c.table or None, c.name, c, "JOIN").id not in ids
+            for condition in extra
+            for c in condition.find_all(exp.Column)
+        )
+        if reads_left or not written.private:
             raise self.error(
-                "a LEFT JOIN's ON takes one equality here.",
+                "a LEFT JOIN's ON takes one equality here, and other conditions on the right "
+                "table alone.",
                 join.args.get("on"),
                 clause="JOIN",
                 why="in a LEFT JOIN another ON condition does not drop rows, it only empties their "
-                "match, so it cannot be read as a filter.",
+                "match, so it cannot be read as a filter"
+                + ("" if reads_left else " of the public table, which joins as a table")
+                + ".",
                 fix="use JOIN if the condition filters the joined rows, or move it to WHERE.",
             )
-        lifted.extend(extra)
-        return self.combine(left, right, left_key, right_key, join_kind, join)
+        relation = written.relation
+        converter = self.converter(written)
+        for condition in extra:
+            predicate = converter.convert(condition, "JOIN")
+            if converter.type_of(predicate, node=condition, clause="JOIN") not in ("bool", "null"):
+                raise self.error(
+                    "the condition is not true/false.",
+                    condition,
+                    clause="JOIN",
+                    fix="compare it with something, e.g. AND o_totalprice > 100",
+                )
+            relation = Filter(relation, predicate)
+        return _Source(with_fields(relation, right.fields), right.fields, right.unit, right.tables)
 
     def public_only(self, source: _Source, node: exp.Expr | None) -> QueryError:
         """The refusal of a query whose rows come from public tables alone while it also reads
