@@ -162,6 +162,13 @@ QUERIES = [
         None,
     ),
     (
+        "exists-per-unit-and-key-subquery",
+        "SELECT COUNT(*), SUM(items) FROM people p WHERE EXISTS (SELECT * FROM "
+        "(SELECT pid, day, SUM(amount) AS s FROM people GROUP BY pid, day) t "
+        "WHERE t.pid = p.pid AND t.day = p.day AND t.s > 100)",
+        None,
+    ),
+    (
         "left-join-on-unit-right-filtered",
         "SELECT COUNT(*), COUNT(a.balance), SUM(a.balance) FROM people p LEFT JOIN accounts a "
         "ON p.pid = a.pid AND a.balance > 0",
