@@ -52,7 +52,7 @@ from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import DaleniusError, PublicAnswer
 from dalenius.core.loss import ApproxDP
 from dalenius.engine.session import Session
-from dalenius.executors.duckdb import DuckDBExecutor
+from dalenius.executors.factory import executor_for
 from dalenius.ledger import open_ledger
 from dalenius.plan.protocol import ReleasePlan
 
@@ -69,8 +69,11 @@ REGIONS = ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]
 INSTRUCTIONS = ["COLLECT COD", "DELIVER IN PERSON", "NONE", "TAKE BACK RETURN"]
 
 
-def catalog_text(folder: Path, orders: int, lines: int) -> str:
-    """The catalog: customer the unit of the three private tables, the rest public.
+def catalog_text(
+    folder: Path, orders: int, lines: int, engine: str = "duckdb", schema: str = ""
+) -> str:
+    """The catalog: customer the unit of the three private tables, the rest public, computed by
+    ``engine`` (PostgreSQL reads the tables :func:`load_postgres` made in ``schema``).
 
     Bounds and key lists are the TPC-H specification's (clause 4.2.3), public by definition.
     """
@@ -79,6 +82,8 @@ def catalog_text(folder: Path, orders: int, lines: int) -> str:
         return "[" + ", ".join(f'"{v}"' for v in values) + "]"
 
     def source(name: str) -> str:
+        if engine == "postgres":
+            return f'{{ postgres = "{POSTGRES_URL}", table = "{schema}.{name}" }}'
         return f'{{ parquet = "{folder / (name + ".parquet")}" }}'
 
     public = ""
@@ -108,6 +113,7 @@ def catalog_text(folder: Path, orders: int, lines: int) -> str:
         public += f"[tables.{name}.columns]\n{columns}\n"
     return f"""[dataset]
 name = "tpch"
+engine = "{engine}"
 
 [tables.customer]
 source = {source("customer")}
@@ -332,6 +338,10 @@ NEEDS_DELTA = {"Q7", "Q8", "Q9", "Q15", "Q22"}
 """Queries grouping by keys without a public list (private partition selection spends δ)."""
 
 
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+"""Where ``--engines postgres`` loads the tables (once per scale factor, schema ``tpch_sf<N>``)."""
+
+
 def progress(text: str) -> None:
     print(f"  … {text}", file=sys.stderr, flush=True)
 
@@ -430,10 +440,8 @@ def same_rows(released: Any, exact: Any) -> bool:
     return True
 
 
-def run_query(
-    session: Session, con: duckdb.DuckDBPyConnection, name: str, sql: str, args: argparse.Namespace
-) -> Outcome:
-    """Answer or refuse ``sql``; time it against raw DuckDB on the same files."""
+def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Namespace) -> Outcome:
+    """Answer or refuse ``sql``; time it against the engine itself (``raw``) on the same tables."""
     delta = 1e-6 if name in NEEDS_DELTA else None
     public = False
     try:
@@ -443,13 +451,13 @@ def run_query(
     except DaleniusError as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return Outcome(name, False, first)
-    exact_rows = con.execute(sql).fetchall()
+    exact_rows = raw(sql)
     times: list[float] = []
     raw_times: list[float] = []
     result = None
     for i in range(args.repeats + 1):
         started = time.perf_counter()
-        con.execute(sql).fetchall()
+        raw(sql)
         raw_elapsed = time.perf_counter() - started
         started = time.perf_counter()
         result = session.query(sql, args.epsilon, delta=delta)
@@ -482,33 +490,101 @@ def run_query(
     )
 
 
-def run_scale(scale: float, args: argparse.Namespace) -> list[Outcome]:
+def load_postgres(folder: Path, schema: str) -> None:
+    """Copy the eight Parquet files into ``schema`` of the PostgreSQL test database, once (a
+    schema whose lineitem has rows is kept), through CSV written by DuckDB.
+    """
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as pg:
+        found = pg.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
+            "AND table_name = 'lineitem'",
+            (schema,),
+        ).fetchone()
+        if found and pg.execute(f"SELECT EXISTS (SELECT 1 FROM {schema}.lineitem)").fetchone()[0]:
+            return
+        pg.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        pg.execute(f"CREATE SCHEMA {schema}")
+        con = duckdb.connect()
+        for name in TABLES:
+            progress(f"loading {name} into PostgreSQL ({schema})")
+            source = folder / f"{name}.parquet"
+            columns = con.execute(f"DESCRIBE SELECT * FROM '{source}'").fetchall()
+            pg_types = {
+                "BIGINT": "bigint",
+                "INTEGER": "integer",
+                "DATE": "date",
+                "DOUBLE": "double precision",
+            }
+            declared = ", ".join(
+                f"{c} {pg_types.get(t, 'numeric' if t.startswith('DECIMAL') else 'text')}"
+                for c, t, *_ in columns
+            )
+            pg.execute(f"CREATE TABLE {schema}.{name} ({declared})")
+            with tempfile.TemporaryDirectory() as tmp:
+                csv = Path(tmp) / f"{name}.csv"
+                con.execute(f"COPY (SELECT * FROM '{source}') TO '{csv}' (HEADER, DELIMITER ',')")
+                with (
+                    pg.cursor() as cur,
+                    cur.copy(f"COPY {schema}.{name} FROM STDIN (FORMAT csv, HEADER true)") as copy,
+                    csv.open("rb") as data,
+                ):
+                    while chunk := data.read(1 << 20):
+                        copy.write(chunk)
+            pg.execute(f"ANALYZE {schema}.{name}")
+        con.close()
+
+
+def raw_runner(engine: str, folder: Path, schema: str, session: Session) -> tuple[Any, Any]:
+    """The same SQL run by the engine itself on the same tables (no Dalenius), and its closer."""
+    if engine == "postgres":
+        import psycopg
+
+        pg = psycopg.connect(POSTGRES_URL, autocommit=True)
+        pg.execute(f"SET search_path = {schema}")
+        return (lambda sql: pg.execute(sql).fetchall()), pg.close
+    if engine == "spark":
+        from dalenius.executors.spark import shared_session
+
+        for table in session.catalog.tables:  # the executor's views of the declared columns
+            session.executor.prepare(table)
+        spark = shared_session()
+        return (lambda sql: [tuple(r) for r in spark.sql(sql).collect()]), (lambda: None)
+    con = duckdb.connect()
+    for name in TABLES:
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM '{folder / (name + '.parquet')}'")
+    return (lambda sql: con.execute(sql).fetchall()), con.close
+
+
+def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outcome]:
     folder = generate(scale, Path(args.data).expanduser())
+    schema = f"tpch_sf{scale:g}".replace(".", "_")
+    if engine == "postgres":
+        load_postgres(folder, schema)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tpch.toml"
-        path.write_text(catalog_text(folder, args.orders, args.lines))
+        path.write_text(catalog_text(folder, args.orders, args.lines, engine, schema))
         catalog = load_catalog(path)
         ledger = open_ledger(None)
         ledger.set_budget("analyst", catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
-        session = FreshSession(catalog, ledger=ledger, executor=DuckDBExecutor(catalog))
-        con = duckdb.connect()
-        for name in TABLES:
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM '{folder / (name + '.parquet')}'")
+        session = FreshSession(catalog, ledger=ledger, executor=executor_for(catalog))
+        raw, close = raw_runner(engine, folder, schema, session)
         outcomes = []
         try:
             for name, written in QUERIES.items():
-                progress(f"SF {scale:g}: {name}")
+                progress(f"SF {scale:g} on {engine}: {name}")
                 sql = written.replace("{fraction}", f"{0.0001 / scale:g}")
-                outcomes.append(run_query(session, con, name, sql, args))
+                outcomes.append(run_query(session, raw, name, sql, args))
         finally:
             session.close()
-            con.close()
+            close()
     return outcomes
 
 
-def report(scale: float, outcomes: list[Outcome], epsilon: float) -> None:
+def report(scale: float, engine: str, outcomes: list[Outcome], epsilon: float) -> None:
     answered = sum(o.answered for o in outcomes)
-    print(f"\nTPC-H SF {scale:g}, customer as the privacy unit, epsilon = {epsilon:g} (DuckDB)")
+    print(f"\nTPC-H SF {scale:g}, customer as the privacy unit, epsilon = {epsilon:g} ({engine})")
     print(f"{'query':6} {'answered':9} {'rel. error':>10} {'dalenius':>10} {'raw':>9} {'ratio':>6}")
     for o in outcomes:
         if o.answered:
@@ -532,10 +608,18 @@ def main() -> int:
     parser.add_argument("--orders", type=int, default=40, help="orders per customer (cap)")
     parser.add_argument("--lines", type=int, default=280, help="lines per customer (cap)")
     parser.add_argument("--data", default="~/.cache/dalenius-tpch")
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=["duckdb"],
+        choices=["duckdb", "postgres", "spark"],
+        help="engines to run on (PostgreSQL: the test server, loaded once per scale factor)",
+    )
     args = parser.parse_args()
     print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
     for scale in args.scale:
-        report(scale, run_scale(scale, args), args.epsilon)
+        for engine in args.engines:
+            report(scale, engine, run_scale(scale, engine, args), args.epsilon)
     print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 
