@@ -576,10 +576,24 @@ def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outco
                 progress(f"SF {scale:g} on {engine}: {name}")
                 sql = written.replace("{fraction}", f"{0.0001 / scale:g}")
                 outcomes.append(run_query(session, raw, name, sql, args))
+                progress(line(outcomes[-1]))
         finally:
             session.close()
             close()
     return outcomes
+
+
+def line(o: Outcome) -> str:
+    """One query's line of the table (also printed as each query finishes)."""
+    if not o.answered:
+        return f"{o.name:6} {'refused':9} {o.reason[:100]}"
+    error = "no group" if math.isnan(o.error) else f"{o.error:.4f}"
+    if o.public:
+        error = "exact" if o.error == 0 else "MISMATCH"
+    return (
+        f"{o.name:6} {'yes':9} {error:>10} {o.dalenius * 1000:8.1f}ms "
+        f"{o.raw * 1000:7.1f}ms {o.dalenius / o.raw:6.2f}"
+    )
 
 
 def report(scale: float, engine: str, outcomes: list[Outcome], epsilon: float) -> None:
@@ -587,16 +601,7 @@ def report(scale: float, engine: str, outcomes: list[Outcome], epsilon: float) -
     print(f"\nTPC-H SF {scale:g}, customer as the privacy unit, epsilon = {epsilon:g} ({engine})")
     print(f"{'query':6} {'answered':9} {'rel. error':>10} {'dalenius':>10} {'raw':>9} {'ratio':>6}")
     for o in outcomes:
-        if o.answered:
-            error = "no group" if math.isnan(o.error) else f"{o.error:.4f}"
-            if o.public:
-                error = "exact" if o.error == 0 else "MISMATCH"
-            print(
-                f"{o.name:6} {'yes':9} {error:>10} {o.dalenius * 1000:8.1f}ms "
-                f"{o.raw * 1000:7.1f}ms {o.dalenius / o.raw:6.2f}"
-            )
-        else:
-            print(f"{o.name:6} {'refused':9} {o.reason[:100]}")
+        print(line(o))
     print(f"answered {answered} of {len(outcomes)}")
 
 
