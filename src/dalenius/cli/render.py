@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dalenius.cli.common import emit_json
-from dalenius.engine.display import percent, spent_text
+from dalenius.engine.display import has_intervals, percent, spent_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,7 +69,7 @@ def print_table(result: Result, console: Console | None = None) -> None:
     pct = percent(result.confidence)
     if not result.rows:
         console.print("(no groups released)")
-    if any(kind != "key" for kind in result.kinds):
+    if has_intervals(result):
         console.print(
             f"[low, high]: {pct} interval for the noise (not for clipping bias).",
             style="dim",

@@ -36,6 +36,17 @@ def percent(confidence: float) -> str:
     return f"{confidence:.0%}" if (confidence * 100).is_integer() else f"{confidence:.1%}"
 
 
+def has_intervals(result: Result) -> bool:
+    """Whether some released value has an interval wider than itself (an exact answer over
+    public tables has none, so no footer about noise is printed for it).
+    """
+    return any(
+        kind != "key" and low is not None and low != high
+        for row_lows, row_highs in zip(result.lows, result.highs, strict=True)
+        for kind, low, high in zip(result.kinds, row_lows, row_highs, strict=True)
+    )
+
+
 def spent_text(result: Result) -> str:
     """What the query cost, in words (a repeat of the analyst's own query is free)."""
     if result.shared:
@@ -74,7 +85,7 @@ def result_html(result: Result, cell: Any) -> str:
         body.append(f'<tr><td colspan="{span}" style="{_DIM}">(no groups released)</td></tr>')
     pct = percent(result.confidence)
     notes = []
-    if any(kind != "key" for kind in result.kinds):
+    if has_intervals(result):
         notes.append(f"[low, high]: {pct} interval for the noise (not for clipping bias).")
     if any(r is not None for r in ranks):
         notes.append(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from dalenius.core.errors import MissingExtraError
 from dalenius.core.loss import Loss, PureDP
-from dalenius.engine.display import percent, plot_result, result_html, spent_text
+from dalenius.engine.display import has_intervals, percent, plot_result, result_html, spent_text
 from dalenius.engine.postprocess import Answer
 from dalenius.releases.bounds import BoundsRelease
 from dalenius.releases.continual_estimates import ContinualRelease
@@ -236,7 +236,7 @@ def format_table(result: Result) -> str:
     lines.append("")
     if not body:
         lines.append("(no groups released)")
-    if any(kind != "key" for kind in result.kinds):
+    if has_intervals(result):
         lines.append(f"[low, high]: {pct} interval for the noise (not for clipping bias).")
     if any(r is not None for r in ranks):
         lines.append(
