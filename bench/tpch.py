@@ -543,6 +543,9 @@ def raw_runner(engine: str, folder: Path, schema: str, session: Session) -> tupl
 
         pg = psycopg.connect(POSTGRES_URL, autocommit=True)
         pg.execute(f"SET search_path = {schema}")
+        # The same planner setting as Dalenius's executor (dalenius.executors.postgres): the
+        # ratio then measures Dalenius's own work, not a join method PostgreSQL chose.
+        pg.execute("SET enable_nestloop = off")
         return (lambda sql: pg.execute(sql).fetchall()), pg.close
     if engine == "spark":
         from dalenius.executors.spark import shared_session
