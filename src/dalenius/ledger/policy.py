@@ -151,7 +151,8 @@ def approx_needed(principal: str, dataset: str, cap: Loss | None) -> str:
         f"ask the custodian to account dataset {dataset!r} as (ε, δ) and give a δ: "
         f"`dalenius budget set --dataset {dataset} --analyst {principal} --epsilon {eps} "
         "--delta 1e-5 --definition approx` (charges so far carry over as (ε, 0)); "
-        "or group by columns with public keys."
+        "or ask without δ (group by columns with public keys; join private tables on their "
+        "unit or on keys that declare join_rows_per_key)."
     )
 
 
