@@ -53,3 +53,18 @@ def exact_units_for(
     for name, counts in exact.histograms.items():
         out[name] = [int(x) for x in counts.reshape(-1)]
     return out
+
+
+def neighbour_moves(with_unit: Session, without: Session, sql: str, salt: int | None = None) -> int:
+    """The most a measurement of ``sql`` moves (L1, grid units) between two neighbouring
+    datasets, for one hash key (``None``: a fresh one); asserts it is within the sensitivity
+    the plan charges.
+    """
+    plan = with_unit.prepare(sql, 1).plan
+    a, b = exact_units_for(with_unit, sql, salt=salt), exact_units_for(without, sql, salt=salt)
+    moved = 0
+    for m in plan.measurements:
+        l1 = int(sum(abs(x - y) for x, y in zip(a[m.name], b[m.name], strict=True)))
+        assert l1 <= m.sensitivity_units, (sql, m.name, l1, m.sensitivity_units)
+        moved = max(moved, l1)
+    return moved
