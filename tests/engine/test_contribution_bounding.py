@@ -89,7 +89,9 @@ def test_heavy_unit_keeps_at_most_max_rows_and_max_groups(
 ) -> None:
     with_heavy, without = frames
     a, b = make(tmp_path, with_heavy, "a"), make(tmp_path, without, "b")
-    sql = "SELECT day, COUNT(*) FROM visits GROUP BY day"
+    # A count of distinct units keeps the catalog's group cap (without one, it is lifted: below).
+    sql = "SELECT day, COUNT(*), COUNT(DISTINCT pid) FROM visits GROUP BY day"
+    assert a.prepare(sql, 1).plan.bounding.max_groups == 2
     for salt in (3, 99, 2**50):
         diff = np.array(exact_units_for(a, sql, salt=salt)["m0"]) - np.array(
             exact_units_for(b, sql, salt=salt)["m0"]
@@ -109,3 +111,71 @@ def test_units_below_the_caps_are_untouched(
     expected = without.groupby("day").size().reindex(DAYS, fill_value=0).tolist()
     # Units with 2 rows in up to 2 days are within max_rows = 3 and max_groups = 2.
     assert counts == expected
+
+
+def spread_frames() -> tuple[pd.DataFrame, pd.DataFrame, list[int]]:
+    """Units of 1 to 9 distinct rows over 1 to 7 days, and the same without the heaviest ones."""
+    rng = np.random.Generator(np.random.PCG64(11))  # test data only, not noise
+    rows = []
+    for pid in range(1, 301):
+        days = rng.choice(DAYS, size=int(rng.integers(1, 8)), replace=False)
+        for _ in range(int(rng.integers(1, 10))):
+            rows.append([pid, str(rng.choice(days)), round(float(rng.uniform(-20, 150)), 3)])
+    frame = pd.DataFrame(rows, columns=["pid", "day", "amount"])
+    spans = frame.groupby("pid").agg(n=("day", "size"), days=("day", "nunique"))
+    heavy = spans[(spans.n > 3) & (spans.days > 3)].index[:6].tolist()
+    return frame, frame[~frame.pid.isin(heavy)], heavy
+
+
+PUBLIC_KEY_QUERIES = [
+    "SELECT day, COUNT(*), SUM(amount) FROM visits GROUP BY day",
+    "SELECT day, AVG(amount), VARIANCE(amount) FROM visits WHERE amount > 10 GROUP BY day",
+]
+
+
+@pytest.mark.parametrize("sql", PUBLIC_KEY_QUERIES)
+def test_with_public_keys_only_rows_are_capped_and_the_sensitivity_holds(
+    tmp_path: Path, sql: str
+) -> None:
+    """Nothing here depends on the group cap, so the planner lifts it to the row cap (2 -> 3):
+    each unit keeps at most 3 rows in any groups, and removing a unit whose rows span several
+    groups moves every measurement by at most the sensitivity charged, for every hash key."""
+    full, _, heavy = spread_frames()
+    a = make(tmp_path, full, "full")
+    plan = a.prepare(sql, 1).plan
+    assert (plan.bounding.max_rows, plan.bounding.max_groups) == (3, 3)
+    assert "rows <= 3)" in str(a.explain(sql, 1))
+    groups_kept = set()
+    for pid in heavy:
+        b = make(tmp_path, full[full.pid != pid], f"without{pid}")
+        for salt in (3, 2**50):
+            ua, ub = exact_units_for(a, sql, salt=salt), exact_units_for(b, sql, salt=salt)
+            for m in plan.measurements:
+                l1 = int(np.abs(np.array(ua[m.name]) - np.array(ub[m.name])).sum())
+                assert l1 <= m.sensitivity_units, (pid, m.describe(), l1, m.sensitivity_units)
+            if "COUNT(*)" in sql:
+                kept = np.array(ua["m0"]) - np.array(ub["m0"])
+                assert kept.min() >= 0 and kept.sum() == 3
+                groups_kept.add(int(np.count_nonzero(kept)))
+    if "COUNT(*)" in sql:
+        assert 3 in groups_kept  # the heavy units' rows do land in more than 2 groups
+
+
+@pytest.mark.parametrize(
+    ("sql", "delta"),
+    [
+        ("SELECT day, COUNT(DISTINCT pid) FROM visits GROUP BY day", None),
+        ("SELECT amount, COUNT(*) FROM visits GROUP BY amount", 1e-6),
+        (
+            "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, max_groups_contributed = 2) "
+            "day, MEDIAN(amount) FROM visits GROUP BY day",
+            None,
+        ),
+    ],
+    ids=["distinct-units", "private-keys", "asked"],
+)
+def test_the_group_cap_stays_where_a_sensitivity_or_the_query_needs_it(
+    tmp_path: Path, sql: str, delta: float | None
+) -> None:
+    a = make(tmp_path, spread_frames()[0], "full")
+    assert a.prepare(sql, 1, delta).plan.bounding.max_groups == 2

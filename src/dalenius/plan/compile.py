@@ -155,6 +155,10 @@ def to_dp(
             fix="pass delta (for example 1e-6), or group by columns with public keys.",
         )
     needs = _Needs(query).measured(select=bool(private), people=min_people is not None)
+    uncapped = _groups_uncapped(query, needs)
+    if uncapped is not query:
+        query = uncapped
+        needs = _Needs(query).measured(select=False, people=False)
     measured = rewrite(needs, Context())
     plan = _priced(measured, epsilon, delta, shares, min_people)
     if elastic_joins(query.relation):
@@ -171,6 +175,45 @@ def to_dp(
         if gaussian is not None and _smaller_errors(gaussian, plan):
             return gaussian
     return plan
+
+
+def _groups_uncapped(query: Query, measured: MeasuredQuery) -> Query:
+    """``query`` with its group cap raised to its row cap where no sensitivity depends on it.
+
+    The group cap ``G`` enters a sensitivity in two places only: a count of distinct units (one
+    unit adds one to at most ``min(R, G)`` groups) and a private partition selection (it must
+    cover every group one unit can create). Every other measurement (a count of rows, a clipped
+    sum, a histogram) changes by at most ``R`` rows' worth in L1, whichever groups those rows
+    fall in (``dalenius.engine.noise.required_sensitivity``). Without those two, a cap ``G < R``
+    buys no privacy: it only drops rows (a bias), and the engine must rank every unit with rows
+    in more than one group, which on a table whose units span several groups is every row
+    (TPC-H's Q1: each customer has lines in about four of its four groups). So the cap becomes
+    ``G = R``, which any ``R`` rows meet: the engine then checks each unit's row count only
+    (``dalenius.sql.emit.bounding``). A cap the query asked for itself
+    (``max_groups_contributed``) stays as asked.
+
+    Example:
+        >>> from dalenius.plan.nodes import Scan, UnitSpec
+        >>> unit = UnitSpec("id", "t__pid", 5, 1, "a person")
+        >>> q = _bounded(Query(Scan("t", "t", ()), unit, (), (), ()))
+        >>> _groups_uncapped(q, MeasuredQuery(q, (), ())).bounding.max_groups
+        5
+        >>> asked = _bounded(Query(Scan("t", "t", ()), replace(unit, groups_asked=True), (), (), ()))
+        >>> _groups_uncapped(asked, MeasuredQuery(asked, (), ())).bounding.max_groups
+        1
+    """
+    bounding = query.bounding
+    if (
+        bounding is None
+        or not bounding.enforced
+        or bounding.max_groups >= bounding.max_rows
+        or query.unit.groups_asked
+        or measured.selection is not None
+        or measured.people is not None
+        or any(m.distinct_unit for m in measured.measurements)
+    ):
+        return query
+    return replace(query, bounding=replace(bounding, max_groups=bounding.max_rows))
 
 
 GAUSSIAN_COMPARED_AT = 0.95

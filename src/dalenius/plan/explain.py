@@ -433,6 +433,14 @@ def describe_bounding(
     caps = f"rows <= {bounding.max_rows}, groups <= {bounding.max_groups}"
     if bounding.kind == "id":
         unit = names.get(bounding.unit or "", bounding.unit or "")
+        if bounding.max_groups >= bounding.max_rows:
+            # Any max_rows rows meet the group cap (and to_dp lifts a catalog's lower group
+            # cap to the row cap where no sensitivity depends on it).
+            return (
+                f"BoundContributions(unit={unit}, rows <= {bounding.max_rows}): each unit's "
+                "rows ranked by a keyed hash; the first are kept, in at most as many groups"
+                " (no group cap below that: no sensitivity here depends on it)"
+            )
         return (
             f"BoundContributions(unit={unit}, {caps}): each unit's groups and rows "
             "ranked by a keyed hash; the first are kept"

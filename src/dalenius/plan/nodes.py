@@ -299,6 +299,9 @@ class UnitSpec:
         max_rows: the most rows one unit contributes to the aggregate.
         max_groups: the most groups one unit contributes to.
         description: one line for explain output.
+        groups_asked: ``max_groups`` was asked for in the query (``max_groups_contributed``),
+            not taken from the catalog: the planner then keeps it as asked (see
+            :func:`dalenius.plan.compile.to_dp` on caps that no sensitivity depends on).
     """
 
     kind: Literal["row", "id", "aggregated"]
@@ -306,6 +309,7 @@ class UnitSpec:
     max_rows: int
     max_groups: int
     description: str
+    groups_asked: bool = False
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ class _Planner(_Relations):
         if options.unit_column is not None:
             self.check_unit_option(source, options.unit_column)
         if options.max_groups is not None and source.unit is not None and source.unit.kind == "id":
-            source.unit = replace(source.unit, max_groups=options.max_groups)
+            source.unit = replace(source.unit, max_groups=options.max_groups, groups_asked=True)
         if self.extracted.bounds and not self.extracted.enabled:
             raise self.error(
                 "contribution_bounds_per_group belongs to SELECT WITH DIFFERENTIAL_PRIVACY queries.",

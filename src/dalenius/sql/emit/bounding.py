@@ -90,9 +90,10 @@ def bounded(
         # read sees the same rows; it also sorts for the window functions whatever is ranked
         # (both ways took the same time). So Spark ranks every row, reading the data once.
         return "", f"({ranked(rows)}) AS __rows"
-    within = _within_caps(
-        [_compared(k, kind) for k, kind in zip(keys, key_types, strict=True)], max_rows
-    )
+    # With max_groups >= max_rows, any max_rows rows are in few enough groups: only the rows
+    # are counted.
+    checked = list(zip(keys, key_types, strict=True)) if max_groups < max_rows else []
+    within = _within_caps([_compared(k, kind) for k, kind in checked], max_rows)
     over = (
         exp.select(exp.alias_(unit_col.copy(), "__unit"))
         .from_(exp.to_table("__input"))
@@ -166,6 +167,7 @@ def bounded_aggregate(
     group_keys: list[GroupKey],
     measures: list[tuple[str, exp.Expr]],
     max_rows: int,
+    max_groups: int,
     rank: Callable[[exp.Select], exp.Select],
     dialect: Dialect,
 ) -> str | None:
@@ -187,6 +189,10 @@ def bounded_aggregate(
     by a join with the list (which also drops the rows outside it): comparing integers instead of
     strings made the whole statement about 1.6 times faster in DuckDB. The position is mapped back
     to the key after the last aggregation.
+
+    With ``max_groups >= max_rows`` any ``max_rows`` rows meet the group cap, so a unit is within
+    its caps when it has at most ``max_rows`` rows, in any number of groups: its parts are then
+    computed per (unit, group) cell, and a window over the cells sums each unit's rows.
 
     Not for Spark, which may evaluate a CTE once per reference (see :func:`bounded`).
 
@@ -215,17 +221,37 @@ def bounded_aggregate(
     checks += [compared[i] for i, _ in grouped if i not in listed]
     unit_sql = _sql(unit_col, dialect)
     part_sql = [_sql(p, dialect) for p in parts]
-    units = [
-        f"{unit_sql} AS __u",
-        f"{_sql(exp.not_(_within_caps(checks, max_rows, len(listed)), copy=False), dialect)}"
-        " AS __over_caps",
-        *(f"MIN({_sql(compared[i], dialect)}) AS __lo{i}" for i, _ in grouped),
-        *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
-    ]
+    by_sql = [_sql(by, dialect) for _, by in grouped]
+    cells = bool(grouped) and max_groups >= max_rows
+    if cells:
+        # One row per (unit, group); the unit's rows summed over its cells by a window (with
+        # a COUNT(*) part as the cell's rows: each aggregate of the cells costs time).
+        rows_part = next((f"__p{j}" for j, p in enumerate(part_sql) if p == "COUNT(*)"), None)
+        cell = [
+            f"{unit_sql} AS __u",
+            *(f"{b} AS __lo{i}" for b, (i, _) in zip(by_sql, grouped, strict=True)),
+            *([] if rows_part else ["COUNT(*) AS __n"]),
+            *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
+        ]
+        units_sql = (
+            f"SELECT *, SUM({rows_part or '__n'}) OVER (PARTITION BY __u) > {max_rows} AS __over_caps FROM "
+            f"(SELECT {', '.join(cell)} FROM __input GROUP BY {', '.join([unit_sql, *by_sql])})"
+            " AS __c"
+        )
+    else:
+        units = [
+            f"{unit_sql} AS __u",
+            f"{_sql(exp.not_(_within_caps(checks, max_rows, len(listed)), copy=False), dialect)}"
+            " AS __over_caps",
+            *(f"MIN({_sql(compared[i], dialect)}) AS __lo{i}" for i, _ in grouped),
+            *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
+        ]
+        units_sql = f"SELECT {', '.join(units)} FROM __input GROUP BY {unit_sql}"
 
     def value(i: int) -> str:
         # A boolean key was compared as 0/1: its value is whether the minimum is 1.
-        return f"(__lo{i} = 1)" if i not in listed and group_keys[i].type == "bool" else f"__lo{i}"
+        boolean = not cells and i not in listed and group_keys[i].type == "bool"
+        return f"(__lo{i} = 1)" if boolean else f"__lo{i}"
 
     gs = [f"__g{i}" for i, _ in grouped]
     ps = [f"__p{j}" for j in range(len(parts))]
@@ -241,12 +267,11 @@ def bounded_aggregate(
     hint = "NOT MATERIALIZED "
     prefix = (
         f"WITH __input AS {hint}({rows}), "
-        f"__units AS {hint}(SELECT {', '.join(units)} FROM __input GROUP BY {unit_sql}), "
+        f"__units AS {hint}({units_sql}), "
         f"__split AS MATERIALIZED (SELECT {by_group}, {summed} FROM (SELECT {marked} FROM __units)"
         f" AS __w GROUP BY {by_group}) "
     )
     capped = rank(_over_rows(unit_sql, dialect.name).copy())
-    by_sql = [_sql(by, dialect) for _, by in grouped]
     ranked_part = ", ".join(
         [
             *(f"{b} AS __g{i}" for b, (i, _) in zip(by_sql, grouped, strict=True)),
@@ -447,7 +472,8 @@ def _ranked(
     current: exp.Expr = source.subquery("__filtered", copy=False)
     rank_filter: exp.Expr | None = None
     unit_typed = (unit_col, types[unit_col.name])
-    if keys:
+    if keys and max_groups < max_rows:
+        # (With max_groups >= max_rows the cap on groups is met by any max_rows rows.)
         # A key that is a field is hashed as the field is; any other key is computed in the
         # engine's double arithmetic, so an integer key is then a double, and hashed as one.
         kinds = [

@@ -90,6 +90,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
             group_keys=list(query.group_by),
             measures=measures,
             max_rows=bounding.max_rows,
+            max_groups=bounding.max_groups,
             rank=partial(
                 _ranked,
                 unit_col=_col(bounding.unit or ""),
