@@ -16,7 +16,16 @@ from sqlglot import exp
 
 from dalenius.core.dialect import DUCKDB, Dialect, as_dialect
 from dalenius.plan.derive import FieldInfo
-from dalenius.plan.nodes import VECTOR_KINDS, DPQuery, Field, all_fields
+from dalenius.plan.nodes import (
+    VECTOR_KINDS,
+    DPQuery,
+    Field,
+    Filter,
+    Project,
+    Relation,
+    Scan,
+    all_fields,
+)
 from dalenius.sql.emit.bounding import _ranked, bounded, bounded_aggregate
 from dalenius.sql.emit.expressions import Compiler
 from dalenius.sql.emit.writing import _among_keys, _col, _sql
@@ -104,6 +113,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
                 salt=salt,
             ),
             dialect=dialect,
+            keep_input=not _scanned(query.relation),
         )
         # The bounded rows are written only for the statements that read them: the main one
         # when it could not aggregate per unit, and the histograms (writing them was half of
@@ -230,3 +240,21 @@ def degree_counts(
         f"{prefix}SELECT {keys}, __deg - 1 AS __bin, COUNT(*) AS {name} "
         f"FROM ({inner}) AS __d GROUP BY {keys}, __deg"
     )
+
+
+def _scanned(relation: Relation) -> bool:
+    """Whether ``relation`` is one table's rows, filtered or projected: cheap to read again.
+
+    Example:
+        >>> from dalenius.plan.expr import Col
+        >>> from dalenius.plan.nodes import Join
+        >>> t = Scan("t", "t", ())
+        >>> _scanned(Filter(t, Col("t__x"))), _scanned(Join(t, Scan("p", "p", ()), "t__k", "p__k", "inner", 1))
+        (True, False)
+    """
+    match relation:
+        case Scan():
+            return True
+        case Filter(child=c) | Project(child=c):
+            return _scanned(c)
+    return False
