@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -379,6 +380,10 @@ def generate(scale: float, root: Path) -> Path:
     return folder
 
 
+class RawTimeout(Exception):
+    """The engine's own run of a query passed ``--timeout`` and was cancelled."""
+
+
 @dataclass
 class Outcome:
     """One query's line of the table."""
@@ -469,7 +474,13 @@ def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Na
     except DaleniusError as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return Outcome(name, False, first)
-    exact_rows = raw(sql)
+    started = time.perf_counter()
+    try:
+        exact_rows = raw(sql)
+    except RawTimeout:
+        return Outcome(name, True, f"the raw engine ran over {args.timeout:g} s: not timed")
+    if time.perf_counter() - started > args.timeout:
+        return Outcome(name, True, f"the raw engine ran over {args.timeout:g} s: not timed")
     times: list[float] = []
     raw_times: list[float] = []
     result = None
@@ -478,7 +489,10 @@ def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Na
         raw(sql)
         raw_elapsed = time.perf_counter() - started
         started = time.perf_counter()
-        result = session.query(sql, args.epsilon, delta=delta)
+        try:
+            result = session.query(sql, args.epsilon, delta=delta)
+        except DaleniusError as failure:  # the executor's time limit (--timeout)
+            return Outcome(name, True, f"Dalenius: {str(failure).splitlines()[0][:90]}")
         elapsed = time.perf_counter() - started
         if i:  # the first run of each warms up
             raw_times.append(raw_elapsed)
@@ -554,8 +568,12 @@ def load_postgres(folder: Path, schema: str) -> None:
         con.close()
 
 
-def raw_runner(engine: str, folder: Path, schema: str, session: Session) -> tuple[Any, Any]:
-    """The same SQL run by the engine itself on the same tables (no Dalenius), and its closer."""
+def raw_runner(
+    engine: str, folder: Path, schema: str, session: Session, timeout: float
+) -> tuple[Any, Any]:
+    """The same SQL run by the engine itself on the same tables (no Dalenius), and its closer;
+    a run past ``timeout`` seconds is cancelled and raises RawTimeout.
+    """
     if engine == "postgres":
         import psycopg
 
@@ -564,18 +582,50 @@ def raw_runner(engine: str, folder: Path, schema: str, session: Session) -> tupl
         # The same planner setting as Dalenius's executor (dalenius.executors.postgres): the
         # ratio then measures Dalenius's own work, not a join method PostgreSQL chose.
         pg.execute("SET enable_nestloop = off")
-        return (lambda sql: pg.execute(sql).fetchall()), pg.close
+        pg.execute(f"SET statement_timeout = {int(timeout * 1000)}")
+
+        def run_pg(sql: str) -> Any:
+            try:
+                return pg.execute(sql).fetchall()
+            except psycopg.errors.QueryCanceled:
+                raise RawTimeout from None
+
+        return run_pg, pg.close
     if engine == "spark":
         from dalenius.executors.spark import shared_session
 
         for table in session.catalog.tables:  # the executor's views of the declared columns
             session.executor.prepare(table)
         spark = shared_session()
-        return (lambda sql: [tuple(r) for r in spark.sql(sql).collect()]), (lambda: None)
+
+        def run_spark(sql: str) -> Any:
+            timer = threading.Timer(timeout, spark.sparkContext.cancelAllJobs)
+            timer.start()
+            try:
+                return [tuple(r) for r in spark.sql(sql).collect()]
+            except Exception as exc:  # py4j's error for a cancelled job
+                if not timer.is_alive():
+                    raise RawTimeout from exc
+                raise
+            finally:
+                timer.cancel()
+
+        return run_spark, (lambda: None)
     con = duckdb.connect()
     for name in TABLES:
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM '{folder / (name + '.parquet')}'")
-    return (lambda sql: con.execute(sql).fetchall()), con.close
+
+    def run_duckdb(sql: str) -> Any:
+        timer = threading.Timer(timeout, con.interrupt)
+        timer.start()
+        try:
+            return con.execute(sql).fetchall()
+        except duckdb.InterruptException:
+            raise RawTimeout from None
+        finally:
+            timer.cancel()
+
+    return run_duckdb, con.close
 
 
 def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outcome]:
@@ -590,7 +640,8 @@ def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outco
         ledger = open_ledger(None)
         ledger.set_budget("analyst", catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
         session = FreshSession(catalog, ledger=ledger, executor=executor_for(catalog))
-        raw, close = raw_runner(engine, folder, schema, session)
+        raw, close = raw_runner(engine, folder, schema, session, args.timeout)
+        session.executor.time_limit = args.timeout
         outcomes = []
         try:
             for name, written in QUERIES.items():
@@ -608,6 +659,8 @@ def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outco
 
 def line(o: Outcome) -> str:
     """One query's line of the table (also printed as each query finishes)."""
+    if o.answered and o.reason:
+        return f"{o.name:6} {'yes':9} {o.reason}"
     if not o.answered:
         return f"{o.name:6} {'refused':9} {o.reason[:100]}"
     error = "no group" if math.isnan(o.error) else f"{o.error:.4f}"
@@ -642,6 +695,12 @@ def main() -> int:
         default=["duckdb"],
         choices=["duckdb", "postgres", "spark"],
         help="engines to run on (PostgreSQL: the test server, loaded once per scale factor)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds one run of a query may take (raw engine or Dalenius) before it is skipped",
     )
     parser.add_argument(
         "--queries", nargs="+", default=None, help="only these queries (Q1 … Q22; default all)"

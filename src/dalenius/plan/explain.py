@@ -29,6 +29,7 @@ from dalenius.plan.nodes import (
     Measurement,
     MinPeople,
     Project,
+    Query,
     Relation,
     SemiJoin,
     Statistic,
@@ -397,7 +398,7 @@ def explain(
     notes.extend(combined_notes(query))
     return Explanation(
         table=", ".join(dict.fromkeys(s.table for s in scans(query.relation))),
-        unit=query.unit.description,
+        unit=_unit_line(query),
         filters=tuple(_filters(query.relation, names)),
         groups=tuple((k.name, len(k.keys) if k.keys is not None else None) for k in query.group_by),
         measurements=tuple(costs),
@@ -424,6 +425,17 @@ def min_people_note(rule: MinPeople) -> str:
     )
 
 
+def _unit_line(query: Query) -> str:
+    """The privacy unit as the catalog declares it, and the group cap this query lifted."""
+    bounding = query.bounding
+    if bounding is None or not bounding.enforced or bounding.max_groups <= query.unit.max_groups:
+        return query.unit.description
+    return (
+        f"{query.unit.description}; here {bounding.max_rows} rows in any groups, since no "
+        "sensitivity of this query depends on the number of groups"
+    )
+
+
 def describe_bounding(
     bounding: BoundContributions, names: dict[str, str], relation: Relation | None = None
 ) -> str:
@@ -438,8 +450,7 @@ def describe_bounding(
             # cap to the row cap where no sensitivity depends on it).
             return (
                 f"BoundContributions(unit={unit}, rows <= {bounding.max_rows}): each unit's "
-                "rows ranked by a keyed hash; the first are kept, in at most as many groups"
-                " (no group cap below that: no sensitivity here depends on it)"
+                "rows ranked by a keyed hash; the first are kept"
             )
         return (
             f"BoundContributions(unit={unit}, {caps}): each unit's groups and rows "
