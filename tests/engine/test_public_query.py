@@ -178,3 +178,8 @@ def test_the_cli_prints_the_exact_answer(
     printed = capsys.readouterr()
     assert "SMALL TIN" in printed.out and "ε=0" in printed.out
     assert "public tables" in printed.err
+    # An exact value's interval is the value itself: the table prints the value alone.
+    sql = "SELECT n_name, COUNT(*) AS n FROM supplier JOIN nation ON s_nationkey = n_nationkey GROUP BY n_name"
+    assert main([*args, "--epsilon", "0.1", sql]) == 0
+    table = capsys.readouterr().out
+    assert "GERMANY" in table and "[" not in table and "interval" not in table

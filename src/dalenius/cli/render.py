@@ -49,11 +49,18 @@ def print_table(result: Result, console: Console | None = None) -> None:
 
     console = console or Console(highlight=False)
     ranks = result.rank_errors or (None,) * len(result.columns)
+    # An exact answer (public tables alone) has intervals [v, v]: they are not printed.
+    noisy = has_intervals(result)
     spread = [
-        kind != "key" and (rank is not None or any(low[i] is not None for low in result.lows))
+        kind != "key"
+        and (rank is not None or (noisy and any(low[i] is not None for low in result.lows)))
         for i, (kind, rank) in enumerate(zip(result.kinds, ranks, strict=True))
     ]
-    cells = [_cells(values, lows, highs, ranks) for values, lows, highs in _rows(result)]
+    none = (None,) * len(result.columns)
+    cells = [
+        _cells(values, lows if noisy else none, highs, ranks)
+        for values, lows, highs in _rows(result)
+    ]
     table = _table(result, spread, cells, stacked=False)
     if not console.is_terminal:
         unbounded = console.options.update_width(10_000)
