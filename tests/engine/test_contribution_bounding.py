@@ -130,6 +130,8 @@ def spread_frames() -> tuple[pd.DataFrame, pd.DataFrame, list[int]]:
 PUBLIC_KEY_QUERIES = [
     "SELECT day, COUNT(*), SUM(amount) FROM visits GROUP BY day",
     "SELECT day, AVG(amount), VARIANCE(amount) FROM visits WHERE amount > 10 GROUP BY day",
+    # A quantile's histogram bounds the rows themselves (sql.emit.bounding.bounded).
+    "SELECT day, MEDIAN(amount), COUNT(DISTINCT amount) FROM visits GROUP BY day",
 ]
 
 
