@@ -172,3 +172,18 @@ def test_intervals_of_counts_near_zero_keep_their_coverage(
             assert 0 <= low <= value <= high and high - low > 0, (where, value, low, high)
             misses += not low <= truth <= high
         assert stats.binomtest(misses, releases, 0.05, alternative="greater").pvalue > 1e-4
+
+
+@given(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([Fraction(1, 2**k) for k in range(0, 64, 7)] + [Fraction(8), Fraction(3, 7)]),
+)
+def test_a_sum_scaled_in_grid_units_is_the_exact_value_rounded_once(
+    units: int, g: Fraction
+) -> None:
+    """The sum's post-processing scales integers without Fractions (postprocess._scaled); the
+    released number is the same as scaling the exact Fraction, for every grid."""
+    from dalenius.engine.postprocess import _num, _scaled
+
+    assert _scaled(units, g) == _num(units * g)
+    assert type(_scaled(units, g)) is type(_num(units * g))

@@ -28,6 +28,7 @@ from dalenius.plan.rewrite import RULES, BigQueryOptions, Context, rewrite, unme
 from dalenius.plan.rewrite.bigquery_per_unit import bigquery_per_unit
 from dalenius.plan.rewrite.bound_contributions import bound_contributions
 from dalenius.plan.rewrite.measure_joins import measure_joins
+from dalenius.plan.rewrite.public_table_keys import public_table_keys
 from dalenius.plan.rewrite.share_measurements import share_measurements
 from dalenius.sql.bind import to_query
 
@@ -44,7 +45,14 @@ def plain(catalog: Catalog, sql: str) -> Query:
 
 
 def test_rules_apply_in_order_bigquery_joins_bounding_sharing() -> None:
-    assert (bigquery_per_unit, measure_joins, bound_contributions, share_measurements) == RULES
+    expected = (
+        bigquery_per_unit,
+        measure_joins,
+        public_table_keys,
+        bound_contributions,
+        share_measurements,
+    )
+    assert expected == RULES
 
 
 @pytest.mark.parametrize(

@@ -267,12 +267,16 @@ def _statistic(
             # Released r = max(v, 0); interval [r - h, r + h] clipped at 0 (see _clamp).
             released = [max(v, 0) for v in vals]
             return released, [max(r - h, 0) for r in released], [r + h for r in released]
+        # The same clamps in grid units (g > 0, and the domain's ends are 0 or open): integers
+        # throughout, scaled once per value (a key list of a public table has 100,000 cells).
         floor, ceiling = sign_range(m.bounds)
-        released_sums = [_clamp(v * g, floor, ceiling) for v in vals]
+        lo = None if floor is None else 0
+        hi = None if ceiling is None else 0
+        units = [_clamp_units(v, lo, hi) for v in vals]
         return (
-            [_num(r) for r in released_sums],
-            [_num(_clamp(r - h * g, floor, ceiling)) for r in released_sums],
-            [_num(_clamp(r + h * g, floor, ceiling)) for r in released_sums],
+            [_scaled(u, g) for u in units],
+            [_scaled(_clamp_units(u - h, lo, hi), g) for u in units],
+            [_scaled(_clamp_units(u + h, lo, hi), g) for u in units],
         )
     if stat.kind == "avg":
         s_m, c_m = plan.measurement(stat.inputs[0]), plan.measurement(stat.inputs[1])
@@ -451,6 +455,40 @@ def _variance(
     if stat.sample:
         low, high = low * c_hi / (c_hi - 1), high * c_lo / (c_lo - 1)
     return finish(value), min(finish(low), finish(value)), max(finish(high), finish(value))
+
+
+def _clamp_units(u: int, floor: int | None, ceiling: int | None) -> int:
+    """:func:`_clamp` on grid units."""
+    if floor is not None and u < floor:
+        return floor
+    if ceiling is not None and u > ceiling:
+        return ceiling
+    return u
+
+
+def _scaled(u: int, g: Fraction) -> int | float:
+    """``_num(u * g)`` for an integer ``u``, without a Fraction when ``g`` is a power of two.
+
+    ``float(u) * 2**-k`` rounds ``u`` once and scales it exactly, which is the correctly
+    rounded ``u / 2**k`` that ``float(Fraction(u, 2**k))`` gives.
+
+    Example:
+        >>> [_scaled(u, Fraction(1, 4)) for u in (8, 3, -3)], _scaled(3, Fraction(8))
+        ([2, 0.75, -0.75], 24)
+        >>> _scaled(2**60 + 1, Fraction(1, 2)) == _num(Fraction(2**60 + 1, 2))
+        True
+    """
+    n, d = g.numerator, g.denominator
+    if d == 1:
+        return u * n
+    if n == 1 and d & (d - 1) == 0:
+        if u % d == 0:
+            return u // d
+        try:
+            return math.ldexp(float(u), 1 - d.bit_length())
+        except OverflowError:
+            pass
+    return _num(u * g)
 
 
 def _num(x: Fraction | int | float) -> int | float:

@@ -103,6 +103,7 @@ from dalenius.plan.accuracy import (
     parse_targets,
 )
 from dalenius.plan.compile import to_dp
+from dalenius.plan.derive import GroupKeys
 from dalenius.plan.explain import Explanation, explain
 from dalenius.plan.nodes import DPQuery, Query, truncates
 from dalenius.plan.protocol import (
@@ -154,6 +155,10 @@ RESULTS: dict[str, type[ReleaseResult[Any]]] = {
 """The result class of each product kind (others get :class:`ReleaseResult`)."""
 MAX_JOIN_MULTIPLICITY = 1000
 """A public table may repeat a join key at most this often (each repeat multiplies the noise)."""
+
+MAX_PUBLIC_TABLE_KEYS = 100_000
+"""The most values a public table's column may hold to serve as a GROUP BY key list: each is a
+released cell, answered even when empty."""
 
 _alerts = logging.getLogger("dalenius.alerts")
 
@@ -1398,7 +1403,30 @@ class Session:
         """
         if not unmeasured(resolved.query):
             return resolved.query, False
-        return rewrite(resolved.query, Context(multiplicity=self._multiplicity)), True
+        context = Context(multiplicity=self._multiplicity, public_keys=self._public_keys)
+        return rewrite(resolved.query, context), True
+
+    def _public_keys(self, table_name: str, column: str) -> GroupKeys | None:
+        """The distinct values of a public table's int or text column, as a key list (NULL
+        last), or ``None``: not a public table, another type, or more than
+        :data:`MAX_PUBLIC_TABLE_KEYS` values (the groups are then selected privately).
+        """
+        table = self.catalog.table(table_name)
+        declared = table.column(column) if table is not None and table.public else None
+        if table is None or declared is None or declared.type not in ("int", "str"):
+            return None
+        self.executor.prepare(table)
+        quote = self.executor.dialect.quote
+        rows = self.executor.fetch(
+            f"SELECT DISTINCT {quote(column)} FROM {quote(table.name)} "
+            f"ORDER BY 1 NULLS LAST LIMIT {MAX_PUBLIC_TABLE_KEYS + 1}"
+        )
+        if len(rows) > MAX_PUBLIC_TABLE_KEYS:
+            return None
+        return tuple(
+            None if r[0] is None else int(r[0]) if declared.type == "int" else str(r[0])
+            for r in rows
+        )
 
     def _multiplicity(self, table_name: str, column: str) -> int:
         table = self.catalog.table(table_name)

@@ -394,6 +394,12 @@ def explain(
         notes.append(f"LIMIT {query.limit} OFFSET {query.offset} (free)")
     if plan.elastic is not None:
         notes.append(elastic_note(plan.elastic))
+    notes.extend(
+        f"{k.name}'s {len(k.keys or ()):,} keys are the values of the public table {k.from_table}"
+        ", read before planning: every row joined to it holds one"
+        for k in query.group_by
+        if k.from_table is not None
+    )
     notes.extend(f"hint: {h}" for h in query_hints(query))
     notes.extend(combined_notes(query))
     return Explanation(

@@ -394,12 +394,18 @@ DERIVED = {"derived": True}
 
 @dataclass(frozen=True)
 class GroupKey:
-    """A GROUP BY expression; ``keys`` is its public key list, or ``None`` if it has none."""
+    """A GROUP BY expression; ``keys`` is its public key list, or ``None`` if it has none.
+
+    ``from_table`` names the public table whose column's values the keys are (read before
+    planning, :mod:`dalenius.plan.rewrite.public_table_keys`): every row of the query holds one
+    of them, so the engine needs no filter on the list (the catalog's lists still get one).
+    """
 
     name: str
     expr: Expr
     type: str
     keys: GroupKeys | None
+    from_table: str | None = None
 
 
 AggFunc = Literal[

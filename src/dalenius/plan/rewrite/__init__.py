@@ -13,7 +13,8 @@ runs at several points with the same tuple:
   DIFFERENTIAL_PRIVACY`` query into BigQuery's per-unit semantics;
 * before compiling (:meth:`dalenius.engine.session.Session.prepare`), with a reader of public
   tables: :func:`~dalenius.plan.rewrite.measure_joins.measure_joins` fills in each public join's
-  multiplicity;
+  multiplicity, and :func:`~dalenius.plan.rewrite.public_table_keys.public_table_keys` gives a
+  GROUP BY column of an inner-joined public table that table's values as its key list;
 * at each of these, and again when the query is compiled (:func:`dalenius.plan.compile.to_dp`),
   :func:`~dalenius.plan.rewrite.bound_contributions.bound_contributions` places the contribution
   bounding over the query's relation once every join is measured;
@@ -38,11 +39,13 @@ from dalenius.plan.rewrite.bigquery_per_unit import bigquery_per_unit
 from dalenius.plan.rewrite.bound_contributions import bound_contributions
 from dalenius.plan.rewrite.context import BigQueryOptions, Context, Plan, Rule
 from dalenius.plan.rewrite.measure_joins import measure_joins, unmeasured
+from dalenius.plan.rewrite.public_table_keys import public_table_keys
 from dalenius.plan.rewrite.share_measurements import share_measurements
 
 RULES: tuple[Rule, ...] = (
     bigquery_per_unit,
     measure_joins,
+    public_table_keys,
     bound_contributions,
     share_measurements,
 )

@@ -341,7 +341,11 @@ def _unit_rows(
     listed = [
         i
         for i, (k, g) in enumerate(zip(keys, group_keys, strict=True))
-        if g.keys and None not in g.keys and g.type == "str" and k.find(exp.Column) is not None
+        if g.keys
+        and None not in g.keys
+        and g.type == "str"
+        and g.from_table is None  # a public table's values: no list in the SQL
+        and k.find(exp.Column) is not None
     ]
     lists = {
         i: _values_list(
@@ -351,7 +355,7 @@ def _unit_rows(
     }
     where: list[exp.Expr] = [exp.Not(this=exp.Is(this=_col(unit), expression=exp.Null()))]
     for i, (key, group) in enumerate(zip(keys, group_keys, strict=True)):
-        if group.keys is not None and i not in listed:
+        if group.keys is not None and group.from_table is None and i not in listed:
             where.append(_among_keys(key, group.keys))
     needed = [unit, *(f for f in row_fields if f != unit)]
     columns = [_sql(_col(f), dialect) for f in needed]

@@ -76,7 +76,8 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
     keys = [compiler.expression(k.expr) for k in query.group_by]
     conditions: list[exp.Expr] = []
     for key, sql_key in zip(query.group_by, keys, strict=True):
-        if key.keys is not None:
+        if key.keys is not None and key.from_table is None:
+            # (A public table's values: every joined row holds one, no filter needed.)
             conditions.append(_among_keys(sql_key, key.keys))
     scalars = [m for m in plan.measurements if m.kind not in VECTOR_KINDS]
     # Only selections (quantiles): the main query still lists the groups present.

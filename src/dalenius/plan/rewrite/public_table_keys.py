@@ -1,0 +1,73 @@
+"""Rule: a GROUP BY column of a public table takes that table's values as its public key list.
+
+A private table joined to a public dimension table (``lineitem JOIN supplier ON l_suppkey =
+s_suppkey``) is grouped by the dimension's column (``GROUP BY s_suppkey``). The set of values that
+column holds is public data, so, like a key list in the catalog, it can be released whole: every
+value is answered, empty ones included, and no private partition selection (nor δ) is needed.
+The values are read from the public table before planning, as the join multiplicities are
+(:mod:`dalenius.plan.rewrite.measure_joins`); the private data is not read.
+
+The rule applies to a key that is a column of a public table reached from the query's top through
+inner joins only: every joined row then holds one of the table's values (a ``LEFT JOIN``'s right
+side can be NULL where nothing matched, so its columns are left to the private selection).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dalenius.plan.expr import Col
+from dalenius.plan.nodes import Filter, Join, Query, Relation, Scan, SemiJoin
+from dalenius.plan.rewrite.context import Context, Plan
+
+
+def public_table_keys(plan: Plan, context: Context) -> Plan:
+    """``plan`` with each GROUP BY column of an inner-joined public table given its values as keys.
+
+    ``context.public_keys`` reads them (``None``: not a public table, or too many values), so
+    the rule acts only where public tables may be read.
+
+    Example:
+        >>> from dalenius.plan.nodes import Field, GroupKey, UnitSpec
+        >>> t = Scan("t", "t", (Field("t__k", "k", "t", "int"),))
+        >>> p = Scan("p", "p", (Field("p__k", "k", "p", "int"), Field("p__name", "name", "p", "str")))
+        >>> key = GroupKey("name", Col("p__name"), "str", None)
+        >>> q = Query(Join(t, p, "t__k", "p__k", "inner", 1), UnitSpec("row", None, 1, 1, ""), (key,), (), ())
+        >>> read = lambda table, column: ("a", "b") if table == "p" else None
+        >>> public_table_keys(q, Context(public_keys=read)).group_by[0].keys
+        ('a', 'b')
+    """
+    read = context.public_keys
+    if read is None or not isinstance(plan, Query):
+        return plan
+    keys = []
+    for key in plan.group_by:
+        found = _inner_scan(plan.relation, key.expr.name) if isinstance(key.expr, Col) else None
+        values = None
+        if key.keys is None and found is not None:
+            scan, column = found
+            values = read(scan.table, column)
+        if values is None:
+            keys.append(key)
+        else:
+            keys.append(replace(key, keys=values, from_table=found[0].table if found else None))
+    if keys == list(plan.group_by):
+        return plan
+    return replace(plan, group_by=tuple(keys))
+
+
+def _inner_scan(relation: Relation, field_id: str) -> tuple[Scan, str] | None:
+    """The table scan exposing ``field_id`` and the column's catalog name, if every join between
+    it and the top of ``relation`` is an inner join (on either side) and no projection renames
+    it; ``None`` otherwise.
+    """
+    match relation:
+        case Scan(fields=fields):
+            return next(((relation, f.name) for f in fields if f.id == field_id), None)
+        case Filter(child=child) | SemiJoin(child=child):
+            return _inner_scan(child, field_id)
+        case Join(left=left, right=right, kind=kind):
+            return _inner_scan(left, field_id) or (
+                _inner_scan(right, field_id) if kind == "inner" else None
+            )
+    return None

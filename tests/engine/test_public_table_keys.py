@@ -1,0 +1,134 @@
+"""A GROUP BY column of an inner-joined public table takes that table's values as its key list:
+every value is answered, empty ones included, with no private selection and no δ
+(:mod:`dalenius.plan.rewrite.public_table_keys`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.support.exact import exact_units_for
+
+import dalenius
+from dalenius.core.errors import PrivacyRefusal
+from dalenius.engine import session as session_module
+from dalenius.engine.session import Session
+
+SUPPLIERS = {"s_suppkey": [1, 2, 3, 4, 5], "s_name": ["a", "b", "c", "d", None]}
+"""Five suppliers; supplier 5 (no name) and supplier 4 sell nothing below."""
+
+ORDERS = {
+    "pid": [1, 1, 1, 1, 1, 1, 2, 2, 3, 4, 4, 5],
+    "suppkey": [1, 2, 3, 1, 2, 3, 1, 1, 2, 3, 9, 2],  # supplier 9 is not in the public table
+    "amount": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 5.0, 6.0, 7.0, 8.0, 9.0, 3.0],
+}
+"""Person 1 has six orders with three suppliers, over the cap of 3 rows."""
+
+CATALOG = """
+[dataset]
+name = "shop"
+
+[tables.orders]
+source = {{ csv = "{folder}/orders.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 3 }}
+
+[tables.orders.columns]
+pid = "int"
+suppkey = "int"
+amount = {{ type = "float", bounds = [0, 100] }}
+
+[tables.supplier]
+source = {{ csv = "{folder}/supplier.csv" }}
+public = true
+
+[tables.supplier.columns]
+s_suppkey = "int"
+s_name = "str"
+"""
+
+BY_KEY = "SELECT s_suppkey, COUNT(*), SUM(amount) FROM orders JOIN supplier ON suppkey = s_suppkey GROUP BY s_suppkey"
+BY_NAME = "SELECT s_name, COUNT(*) FROM orders JOIN supplier ON suppkey = s_suppkey GROUP BY s_name"
+
+
+def _write(folder: Path, orders: dict[str, list[object]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(orders).to_csv(folder / "orders.csv", index=False)
+    pd.DataFrame(SUPPLIERS).to_csv(folder / "supplier.csv", index=False)
+    path = folder / "shop.toml"
+    path.write_text(CATALOG.format(folder=folder))
+    return path
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Session:
+    return dalenius.connect(_write(tmp_path / "full", ORDERS), ledger="memory:", budget=10)
+
+
+def test_every_value_of_the_public_column_is_answered_without_delta(session: Session) -> None:
+    result = session.query(BY_KEY, epsilon=1)
+    assert [row[0] for row in result.rows] == [1, 2, 3, 4, 5]  # 4 and 5 have no orders
+    assert str(result.loss) == "ε=1"
+    names = session.query(BY_NAME, epsilon=1)
+    assert [row[0] for row in names.rows] == ["a", "b", "c", "d", None]
+    explained = str(session.explain(BY_KEY, epsilon=1))
+    assert "5 public keys" in explained
+    assert "s_suppkey's 5 keys are the values of the public table supplier" in explained
+
+
+def test_the_exact_cells_are_the_bounded_rows_per_public_value(session: Session) -> None:
+    """Persons within the cap keep every row; person 1 keeps 3 of 6, in any suppliers (no
+    sensitivity here depends on the groups); supplier 9's order joins nothing."""
+    units = exact_units_for(session, BY_KEY, salt=5)
+    counts = np.array(units["m0"])
+    others = pd.DataFrame(ORDERS).query("pid != 1 and suppkey != 9")
+    expected = others.groupby("suppkey").size().reindex([1, 2, 3, 4, 5], fill_value=0).to_numpy()
+    kept = counts - expected
+    assert kept.min() >= 0 and kept.sum() == 3
+
+
+def test_removing_a_person_moves_each_cell_by_at_most_the_charge(
+    session: Session, tmp_path: Path
+) -> None:
+    plan = session.prepare(BY_KEY, 1).plan
+    frame = pd.DataFrame(ORDERS)
+    for pid in (1, 2, 4):
+        rest = frame[frame.pid != pid]
+        other = dalenius.connect(
+            _write(tmp_path / f"without{pid}", rest.to_dict("list")), ledger="memory:", budget=1
+        )
+        for salt in (5, 2**40):
+            a, b = (
+                exact_units_for(session, BY_KEY, salt=salt),
+                exact_units_for(other, BY_KEY, salt=salt),
+            )
+            for m in plan.measurements:
+                l1 = int(np.abs(np.array(a[m.name]) - np.array(b[m.name])).sum())
+                assert l1 <= m.sensitivity_units, (pid, m.describe(), l1)
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        (
+            "SELECT s_name, COUNT(*) FROM orders LEFT JOIN supplier ON suppkey = s_suppkey "
+            "GROUP BY s_name",
+            "a LEFT JOIN's right side is NULL where nothing matched",
+        ),
+        ("SELECT suppkey, COUNT(*) FROM orders GROUP BY suppkey", "a private column"),
+    ],
+)
+def test_other_keys_still_need_a_private_selection(session: Session, sql: str, why: str) -> None:
+    with pytest.raises(PrivacyRefusal, match="needs a delta"):
+        session.query(sql, epsilon=1)
+
+
+def test_a_column_with_too_many_values_is_selected_privately(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_module, "MAX_PUBLIC_TABLE_KEYS", 4)
+    with pytest.raises(PrivacyRefusal, match="needs a delta"):
+        session.query(BY_KEY, epsilon=1)
+    assert "selected privately" in str(session.explain(BY_KEY, epsilon=1, delta=1e-6))
