@@ -229,22 +229,17 @@ def bounded_aggregate(
     unit_sql = _sql(unit_col, dialect)
     part_sql = [_sql(p, dialect) for p in parts]
     by_sql = [_sql(by, dialect) for _, by in grouped]
-    cells = bool(grouped) and max_groups >= max_rows
-    if cells:
-        # One row per (unit, group); the unit's rows summed over its cells by a window (with
-        # a COUNT(*) part as the cell's rows: each aggregate of the cells costs time).
-        rows_part = next((f"__p{j}" for j, p in enumerate(part_sql) if p == "COUNT(*)"), None)
-        cell = [
-            f"{unit_sql} AS __u",
-            *(f"{b} AS __lo{i}" for b, (i, _) in zip(by_sql, grouped, strict=True)),
-            *([] if rows_part else ["COUNT(*) AS __n"]),
-            *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
-        ]
+    # A kept (materialised) input is read once whatever refers to it: the units over their
+    # caps are then found by counting rows alone, and the others aggregated straight by group.
+    counted = keep_input and max_groups >= max_rows
+    cells = bool(grouped) and max_groups >= max_rows and not counted
+    if counted:
         units_sql = (
-            f"SELECT *, SUM({rows_part or '__n'}) OVER (PARTITION BY __u) > {max_rows} AS __over_caps FROM "
-            f"(SELECT {', '.join(cell)} FROM __input GROUP BY {', '.join([unit_sql, *by_sql])})"
-            " AS __c"
+            f"SELECT {unit_sql} AS __u, COUNT(*) > {max_rows} AS __over_caps FROM __input"
+            f" GROUP BY {unit_sql}"
         )
+    elif cells:
+        units_sql = _cells(unit_sql, [i for i, _ in grouped], by_sql, part_sql, max_rows)
     else:
         units = [
             f"{unit_sql} AS __u",
@@ -272,11 +267,15 @@ def bounded_aggregate(
     by_group = ", ".join(["__ou", *gs])
     summed = ", ".join(f"SUM({p}) AS {p}" for p in ps)
     hint = "NOT MATERIALIZED "
+    split_sql = (
+        "SELECT __u AS __ou FROM __units WHERE __over_caps"
+        if counted
+        else f"SELECT {by_group}, {summed} FROM (SELECT {marked} FROM __units) AS __w"
+        f" GROUP BY {by_group}"
+    )
     prefix = (
         f"WITH __input AS {'MATERIALIZED ' if keep_input else hint}({rows}), "
-        f"__units AS {hint}({units_sql}), "
-        f"__split AS MATERIALIZED (SELECT {by_group}, {summed} FROM (SELECT {marked} FROM __units)"
-        f" AS __w GROUP BY {by_group}) "
+        f"__units AS {hint}({units_sql}), __split AS MATERIALIZED ({split_sql}) "
     )
     capped = rank(_over_rows(unit_sql, dialect.name).copy())
     ranked_part = ", ".join(
@@ -289,6 +288,11 @@ def bounded_aggregate(
     if by_sql:
         ranked_sql += " GROUP BY " + ", ".join(by_sql)
     within_part = f"SELECT {', '.join([*gs, *ps])} FROM __split WHERE __ou IS NULL"
+    if counted:
+        within_part = (
+            f"SELECT {ranked_part} FROM __input AS __s WHERE NOT EXISTS"
+            f" (SELECT 1 FROM __split AS __o WHERE __o.__ou = __s.{unit_sql})"
+        ) + (" GROUP BY " + ", ".join(by_sql) if by_sql else "")
     total_sql = [
         f"{_sql(t, dialect)} AS {_quoted(name)}"
         for (name, _), t in zip(measures, totals, strict=True)
@@ -296,17 +300,41 @@ def bounded_aggregate(
     body = f"SELECT {', '.join([*gs, *total_sql])} FROM ({within_part} UNION ALL {ranked_sql}) AS __parts"
     if gs:
         body += " GROUP BY " + ", ".join(gs)
-    outputs = []
-    for i, key in enumerate(keys):
-        if i in listed:
-            outputs.append(f"__kv{i}.__v AS __k{i}")
-        elif key.find(exp.Column) is None:
-            outputs.append(f"{_sql(key, dialect)} AS __k{i}")
-        else:
-            outputs.append(f"__t.__g{i} AS __k{i}")
+    outputs = [_output_key(i, key, i in listed, dialect) for i, key in enumerate(keys)]
     outputs += [f"__t.{_quoted(name)}" for name, _ in measures]
     back = "".join(f" JOIN {lists[i]} ON __t.__g{i} = __kv{i}.__i" for i in listed)
     return f"{prefix}SELECT {', '.join(outputs)} FROM ({body}) AS __t{back}"
+
+
+def _output_key(i: int, key: exp.Expr, listed: bool, dialect: Dialect) -> str:
+    """Key ``i`` of the answer: mapped back from its list position, a constant, or grouped."""
+    if listed:
+        return f"__kv{i}.__v AS __k{i}"
+    if key.find(exp.Column) is None:
+        return f"{_sql(key, dialect)} AS __k{i}"
+    return f"__t.__g{i} AS __k{i}"
+
+
+def _cells(
+    unit_sql: str, indexes: list[int], by_sql: list[str], part_sql: list[str], max_rows: int
+) -> str:
+    """The per-unit statement of :func:`bounded_aggregate` when only rows are capped: one row
+    per (unit, group) with the group's parts, and whether the unit's rows (summed over its cells
+    by a window) pass ``max_rows``. A ``COUNT(*)`` part serves as the cell's rows (each
+    aggregate of the cells costs time).
+    """
+    rows_part = next((f"__p{j}" for j, p in enumerate(part_sql) if p == "COUNT(*)"), None)
+    cell = [
+        f"{unit_sql} AS __u",
+        *(f"{b} AS __lo{i}" for b, i in zip(by_sql, indexes, strict=True)),
+        *([] if rows_part else ["COUNT(*) AS __n"]),
+        *(f"{p} AS __p{j}" for j, p in enumerate(part_sql)),
+    ]
+    return (
+        f"SELECT *, SUM({rows_part or '__n'}) OVER (PARTITION BY __u) > {max_rows} AS __over_caps"
+        f" FROM (SELECT {', '.join(cell)} FROM __input GROUP BY {', '.join([unit_sql, *by_sql])})"
+        " AS __c"
+    )
 
 
 @cache
