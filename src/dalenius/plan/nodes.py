@@ -787,7 +787,11 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        # Plain ints and texts inline (a public table's key list holds 100,000), as below.
+        return [
+            ["int", repr(v)] if type(v) is int else v if type(v) is str else _jsonable(v)
+            for v in value
+        ]
     return value
 
 
