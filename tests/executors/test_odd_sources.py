@@ -67,6 +67,15 @@ ODD: dict[str, tuple[bytes, bytes, str | None]] = {
     "NUL byte": (crlf(b"60,Fe\x00male,d\r\n"), crlf(), "NUL byte"),
     "invalid UTF-8": (crlf(b"60,Fem\xffale,d\r\n"), crlf(), "invalid UTF-8"),
     "replacement character": (crlf("60,F\ufffd,d\r\n".encode()), crlf(), "invalid UTF-8"),
+    # An unquoted empty last field is the empty string (a missing value), not a field cut off.
+    "empty last field": (lf(crlf(b"60,Female,\r\n")), lf(crlf(b'60,Female,""\r\n')), None),
+    "empty last field, CRLF": (crlf(b"60,Female,\r\n"), crlf(b'60,Female,""\r\n'), None),
+    "empty last field, last line": (crlf(tail=b"60,Female,"), crlf(b'60,Female,""\r\n'), None),
+    "empty last field after a quoted comma": (
+        lf(crlf(b'60,"Fe,male",\r\n')),
+        lf(crlf(b'60,"Fe,male",""\r\n')),
+        None,
+    ),
     "too many fields": (crlf(b"60,Female,d,extra\r\n"), crlf(), "too many fields"),
     "too few fields": (crlf(b"60,Female\r\n"), crlf(), "too few fields"),
     "last line cut mid-field": (crlf(tail=b"60,Fem"), crlf(), "too few fields"),

@@ -61,6 +61,9 @@ from dalenius.executors.csv_text import (
 )
 from dalenius.executors.sources import check_file
 
+LINE = "__dalenius_line"
+"""The column in which Spark's CSV reader keeps each row's text (its corrupt-record column)."""
+
 MASTER = "local[2]"
 """Where the shared Spark context runs when Dalenius starts it (two local cores)."""
 
@@ -316,9 +319,10 @@ def _read_csv(reader: Any, table: Table, location: str, options: dict[str, str])
     either, as in DuckDB (see :mod:`dalenius.executors.csv_text`).
     """
     header = csv_header(table)
-    schema = ", ".join(f"{SPARK.quote(name)} STRING" for name in [*header, EXTRA])
+    schema = ", ".join(f"{SPARK.quote(name)} STRING" for name in [*header, EXTRA, LINE])
     frame = (
         reader.option("header", "true")
+        .option("columnNameOfCorruptRecord", LINE)
         .option("inferSchema", "false")
         .option("enforceSchema", "true")
         .option("escape", '"')
@@ -331,12 +335,19 @@ def _read_csv(reader: Any, table: Table, location: str, options: dict[str, str])
         .schema(schema)
         .csv(location)
     )
-    # Lines end at LF; the CR of a CRLF line end is left on the row's last value.
+    # Lines end at LF; the CR of a CRLF line end is left on the row's last value. Spark reads an
+    # unquoted empty last field ("60,Female,") as NULL, as it reads a field the line lacks: the
+    # row's text (every row's, since the schema has one column more than any row) tells them
+    # apart — outside quoted values, a line with all its fields has len(header) - 1 commas.
     last = SPARK.quote(header[-1])
     columns = [SPARK.quote(name) for name in header[:-1]]
+    line = SPARK.quote(LINE)
+    unquoted = f"""regexp_replace({line}, '(?s)"(?:[^"]|"")*"', '')"""
     columns.append(
         f"CASE WHEN substring({last}, -1) = chr(13) "
-        f"THEN substring({last}, 1, length({last}) - 1) ELSE {last} END AS {last}"
+        f"THEN substring({last}, 1, length({last}) - 1) "
+        f"WHEN {last} IS NULL AND size(split({unquoted}, ',', -1)) >= {len(header)} THEN '' "
+        f"ELSE {last} END AS {last}"
     )
     frame = frame.selectExpr(*columns, SPARK.quote(EXTRA))
     reason = skip_reason(SPARK, header, lambda v, t: f"(instr({v}, {t}) > 0)")
