@@ -314,3 +314,51 @@ def write_clinics(folder: Path) -> tuple[Catalog, Catalog, Catalog]:
     )
     out.append(load_catalog(folder / "clinics_open.toml"))
     return out[0], out[1], out[2]
+
+
+SHOP_TOML = """
+[dataset]
+name = "shop"
+
+[tables.orders]
+source = {{ csv = "{folder}/shop_orders.csv" }}
+privacy_unit = {{ column = "pid", max_rows = 4 }}
+
+[tables.orders.columns]
+pid = {{ type = "int" }}
+suppkey = {{ type = "int" }}
+amount = {{ type = "float", bounds = [0, 100] }}
+
+[tables.supplier]
+source = {{ csv = "{folder}/shop_supplier.csv" }}
+public = true
+
+[tables.supplier.columns]
+s_suppkey = {{ type = "int" }}
+s_name = {{ type = "str" }}
+"""
+
+
+def write_shop(folder: Path) -> Catalog:
+    """``shop``: 200 people with 1 to 9 orders over suppliers 1 to 11 (many over the cap of 4
+    rows; supplier 11 is not in the public table), and the public ``supplier`` table, whose values
+    are the GROUP BY keys of its columns (supplier 5 has no name, 12 and 13 no orders).
+    """
+    rng = np.random.Generator(np.random.PCG64(13))  # test data only, never noise
+    counts = rng.integers(1, 10, 200)
+    orders = pd.DataFrame(
+        {
+            "pid": np.arange(1, 201).repeat(counts),
+            "suppkey": rng.integers(1, 12, int(counts.sum())),  # 11 is not a supplier
+            "amount": rng.choice([3.5, 20.0, 64.25, 120.0], int(counts.sum())),
+        }
+    )
+    orders.sample(frac=1, random_state=2).to_csv(folder / "shop_orders.csv", index=False)
+    keys = [*range(1, 11), 12, 13]
+    names = [f"s{k}" for k in keys]
+    names[4] = ""  # read as NULL
+    pd.DataFrame({"s_suppkey": keys, "s_name": names}).to_csv(
+        folder / "shop_supplier.csv", index=False
+    )
+    (folder / "shop.toml").write_text(SHOP_TOML.format(folder=folder))
+    return load_catalog(folder / "shop.toml")
