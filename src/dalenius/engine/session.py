@@ -115,6 +115,7 @@ from dalenius.plan.protocol import (
     within,
 )
 from dalenius.plan.rewrite import Context, rewrite, unmeasured
+from dalenius.plan.rewrite.public_table_keys import TooManyKeys
 from dalenius.releases.aim import AimPlan, AimRequest, plan_aim
 from dalenius.releases.bounds import BoundsPlan
 from dalenius.releases.continual import SeriesRequest
@@ -1408,8 +1409,11 @@ class Session:
 
     def _public_keys(self, table_name: str, column: str) -> GroupKeys | None:
         """The distinct values of a public table's int or text column, as a key list (NULL
-        last), or ``None``: not a public table, another type, or more than
-        :data:`MAX_PUBLIC_TABLE_KEYS` values (the groups are then selected privately).
+        last), or ``None``: not a public table, or another type.
+
+        Raises:
+            TooManyKeys: more than :data:`MAX_PUBLIC_TABLE_KEYS` values (the groups are then
+                selected privately).
         """
         table = self.catalog.table(table_name)
         declared = table.column(column) if table is not None and table.public else None
@@ -1422,7 +1426,7 @@ class Session:
             f"ORDER BY 1 NULLS LAST LIMIT {MAX_PUBLIC_TABLE_KEYS + 1}"
         )
         if len(rows) > MAX_PUBLIC_TABLE_KEYS:
-            return None
+            raise TooManyKeys
         return tuple(
             None if r[0] is None else int(r[0]) if declared.type == "int" else str(r[0])
             for r in rows

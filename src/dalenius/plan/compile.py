@@ -143,10 +143,18 @@ def to_dp(
     check_loss(epsilon, delta)
     query = _bounded(query)
     private = [k.name for k in query.group_by if k.keys is None]
+    crowded = [k for k in query.group_by if k.keys is None and k.from_table is not None]
     if private and not delta:
+        message = (
+            f"GROUP BY {', '.join(private)}: the public table {crowded[0].from_table} holds "
+            f"more values of {crowded[0].name} than can each be answered, so the groups must be "
+            "selected privately, which needs a delta."
+            if crowded
+            else f"GROUP BY {', '.join(private)} has no public key list, so its groups must be "
+            "selected privately, which needs a delta."
+        )
         raise PrivacyRefusal(
-            f"GROUP BY {', '.join(private)} has no public key list, so its groups must be "
-            "selected privately, which needs a delta.",
+            message,
             clause="GROUP BY",
             why=(
                 "a group that exists because of one person would otherwise reveal them; a noisy "

@@ -399,6 +399,7 @@ class GroupKey:
     ``from_table`` names the public table whose column's values the keys are (read before
     planning, :mod:`dalenius.plan.rewrite.public_table_keys`): every row of the query holds one
     of them, so the engine needs no filter on the list (the catalog's lists still get one).
+    With ``keys`` ``None`` it names the public table whose column held too many values to list.
     """
 
     name: str

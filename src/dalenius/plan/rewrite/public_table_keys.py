@@ -21,11 +21,16 @@ from dalenius.plan.nodes import Filter, Join, Query, Relation, Scan, SemiJoin
 from dalenius.plan.rewrite.context import Context, Plan
 
 
+class TooManyKeys(Exception):
+    """A public column holds more values than a key list may (raised by ``context.public_keys``)."""
+
+
 def public_table_keys(plan: Plan, context: Context) -> Plan:
     """``plan`` with each GROUP BY column of an inner-joined public table given its values as keys.
 
-    ``context.public_keys`` reads them (``None``: not a public table, or too many values), so
-    the rule acts only where public tables may be read.
+    ``context.public_keys`` reads them (``None``: not a public table, or a type that cannot be a
+    key), so the rule acts only where public tables may be read. A column with too many values
+    (:class:`TooManyKeys`) keeps no keys but names its table, so the refusal can say why.
 
     Example:
         >>> from dalenius.plan.nodes import Field, GroupKey, UnitSpec
@@ -43,14 +48,16 @@ def public_table_keys(plan: Plan, context: Context) -> Plan:
     keys = []
     for key in plan.group_by:
         found = _inner_scan(plan.relation, key.expr.name) if isinstance(key.expr, Col) else None
-        values = None
-        if key.keys is None and found is not None:
-            scan, column = found
-            values = read(scan.table, column)
-        if values is None:
+        if key.keys is not None or found is None:
             keys.append(key)
-        else:
-            keys.append(replace(key, keys=values, from_table=found[0].table if found else None))
+            continue
+        scan, column = found
+        try:
+            values = read(scan.table, column)
+        except TooManyKeys:
+            keys.append(replace(key, from_table=scan.table))
+            continue
+        keys.append(key if values is None else replace(key, keys=values, from_table=scan.table))
     if keys == list(plan.group_by):
         return plan
     return replace(plan, group_by=tuple(keys))
