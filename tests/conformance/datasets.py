@@ -322,7 +322,7 @@ name = "shop"
 
 [tables.orders]
 source = {{ csv = "{folder}/shop_orders.csv" }}
-privacy_unit = {{ column = "pid", max_rows = 4 }}
+privacy_unit = {{ column = "pid", max_rows = {max_rows} }}
 
 [tables.orders.columns]
 pid = {{ type = "int" }}
@@ -360,5 +360,5 @@ def write_shop(folder: Path) -> Catalog:
     pd.DataFrame({"s_suppkey": keys, "s_name": names}).to_csv(
         folder / "shop_supplier.csv", index=False
     )
-    (folder / "shop.toml").write_text(SHOP_TOML.format(folder=folder))
+    (folder / "shop.toml").write_text(SHOP_TOML.format(folder=folder, max_rows=4))
     return load_catalog(folder / "shop.toml")

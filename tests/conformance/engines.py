@@ -34,6 +34,13 @@ PG_TYPES = {
 }
 
 
+OTHER_ENGINES = [
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("spark", marks=pytest.mark.spark),
+]
+"""The engines whose answers are compared with DuckDB's (the reference), each behind its mark."""
+
+
 def session_for(catalog: Catalog, executor: Executor) -> Session:
     """A session with an in-memory ledger (the conformance tests draw no noise)."""
     return Session(catalog, ledger=open_ledger(None), executor=executor)

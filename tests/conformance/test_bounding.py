@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from sqlglot import exp
-from tests.support.exact import exact_units_for, neighbour_moves
+from tests.conformance.engines import OTHER_ENGINES
+from tests.support.exact import exact_units_for, neighbour_moves, same_exact_units
 
 from dalenius.core.dialect import Dialect
 from dalenius.engine.session import Session
@@ -189,11 +190,6 @@ def test_spark_still_ranks_every_row_in_one_read(
     assert "WITH" not in spark
 
 
-OTHER_ENGINES = [
-    pytest.param("postgres", marks=pytest.mark.postgres, id="postgres"),
-    pytest.param("spark", marks=pytest.mark.spark, id="spark"),
-]
-
 # Values at the edges of each canonical form: the extreme BIGINTs, empty and non-ASCII text, the
 # separators inside a text, negative zero, NaN, doubles beyond the clamp and below its grid, dates
 # before 1970 and at both ends of the calendar, NULLs. (An integer the engine computes in double
@@ -282,7 +278,4 @@ def test_units_over_their_caps_keep_the_same_rows_on_every_engine(
         ),
     ]
     for dataset, sql, delta in cases:
-        reference, other = sessions_on("duckdb")[dataset], sessions_on(engine)[dataset]
-        for salt in (17, 1_000_020):
-            want = exact_units_for(reference, sql, 1, delta, salt=salt)
-            assert exact_units_for(other, sql, 1, delta, salt=salt) == want, (engine, sql, salt)
+        same_exact_units(sessions_on("duckdb")[dataset], sessions_on(engine)[dataset], sql, delta)

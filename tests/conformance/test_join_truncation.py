@@ -12,7 +12,8 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
-from tests.support.exact import exact_units_for, neighbour_moves
+from tests.conformance.engines import OTHER_ENGINES
+from tests.support.exact import SALTS, exact_units_for, neighbour_moves, same_exact_units
 
 from dalenius.engine.session import Session
 
@@ -44,36 +45,21 @@ def test_removing_a_heavy_unit_moves_each_measurement_by_at_most_its_sensitivity
     assert moved > 0  # the heavy unit's kept rows do reach the answer
 
 
-@pytest.mark.parametrize(
-    "engine",
-    [
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("spark", marks=pytest.mark.spark),
-    ],
-)
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
 def test_every_engine_keeps_the_same_rows_of_each_side(
     engine: str, sessions_on: Callable[[str], dict[str, Session]]
 ) -> None:
     for sql in QUERIES:
-        for salt in (17, 1_000_020):
-            want = exact_units_for(sessions_on("duckdb")["clinics"], sql, salt=salt)
-            got = exact_units_for(sessions_on(engine)["clinics"], sql, salt=salt)
-            assert got == want, (engine, sql, salt)
+        same_exact_units(sessions_on("duckdb")["clinics"], sessions_on(engine)["clinics"], sql)
 
 
-@pytest.mark.parametrize(
-    "engine",
-    [
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("spark", marks=pytest.mark.spark),
-    ],
-)
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
 def test_every_engine_gives_the_same_counts_and_key_frequencies_for_elastic_sensitivity(
     engine: str, sessions_on: Callable[[str], dict[str, Session]]
 ) -> None:
     sql = "SELECT COUNT(*) FROM visits v JOIN staff s ON v.clinic = s.clinic WHERE s.role = 'nurse'"
     delta = Fraction(1, 10**6)
-    for salt in (17, 1_000_020):
+    for salt in SALTS:
         got = []
         for name in ("duckdb", engine):
             session = sessions_on(name)["clinics_open"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from tests.support.exact import exact_units_for
+from tests.conformance.engines import OTHER_ENGINES
+from tests.support.exact import same_exact_units
 
 from dalenius.engine.session import Session
 
@@ -33,18 +34,9 @@ def test_the_keys_are_the_public_table_s_values(
     assert plan.selection is None  # no private selection, no delta
 
 
-@pytest.mark.parametrize(
-    "engine",
-    [
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("spark", marks=pytest.mark.spark),
-    ],
-)
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
 def test_every_engine_gives_the_same_exact_cells(
     engine: str, sessions_on: Callable[[str], dict[str, Session]]
 ) -> None:
     for sql in QUERIES:
-        for salt in (17, 1_000_020):
-            want = exact_units_for(sessions_on("duckdb")["shop"], sql, salt=salt)
-            got = exact_units_for(sessions_on(engine)["shop"], sql, salt=salt)
-            assert got == want, (engine, sql, salt)
+        same_exact_units(sessions_on("duckdb")["shop"], sessions_on(engine)["shop"], sql)

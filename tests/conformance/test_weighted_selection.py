@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.conformance.engines import OTHER_ENGINES
 from tests.support.exact import exact_data
 
 from dalenius.engine.session import Session
@@ -52,13 +53,7 @@ def test_the_plan_selects_by_weight_and_degrees_stay_within_the_cap(
     assert (degrees.sum(axis=1) >= 1).all()
 
 
-@pytest.mark.parametrize(
-    "engine",
-    [
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("spark", marks=pytest.mark.spark),
-    ],
-)
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
 @pytest.mark.parametrize("sql", QUERIES)
 def test_engine_matches_duckdb_on_weighted_selection(
     sql: str,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tests.conformance.datasets import SHOP_TOML
 from tests.support.exact import exact_units_for
 
 import dalenius
@@ -27,38 +28,16 @@ ORDERS = {
 }
 """Person 1 has six orders with three suppliers, over the cap of 3 rows."""
 
-CATALOG = """
-[dataset]
-name = "shop"
-
-[tables.orders]
-source = {{ csv = "{folder}/orders.csv" }}
-privacy_unit = {{ column = "pid", max_rows = 3 }}
-
-[tables.orders.columns]
-pid = "int"
-suppkey = "int"
-amount = {{ type = "float", bounds = [0, 100] }}
-
-[tables.supplier]
-source = {{ csv = "{folder}/supplier.csv" }}
-public = true
-
-[tables.supplier.columns]
-s_suppkey = "int"
-s_name = "str"
-"""
-
 BY_KEY = "SELECT s_suppkey, COUNT(*), SUM(amount) FROM orders JOIN supplier ON suppkey = s_suppkey GROUP BY s_suppkey"
 BY_NAME = "SELECT s_name, COUNT(*) FROM orders JOIN supplier ON suppkey = s_suppkey GROUP BY s_name"
 
 
 def _write(folder: Path, orders: dict[str, list[object]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(orders).to_csv(folder / "orders.csv", index=False)
-    pd.DataFrame(SUPPLIERS).to_csv(folder / "supplier.csv", index=False)
+    pd.DataFrame(orders).to_csv(folder / "shop_orders.csv", index=False)
+    pd.DataFrame(SUPPLIERS).to_csv(folder / "shop_supplier.csv", index=False)
     path = folder / "shop.toml"
-    path.write_text(CATALOG.format(folder=folder))
+    path.write_text(SHOP_TOML.format(folder=folder, max_rows=3))  # the conformance catalog
     return path
 
 

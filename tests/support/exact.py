@@ -68,3 +68,19 @@ def neighbour_moves(with_unit: Session, without: Session, sql: str, salt: int | 
         assert l1 <= m.sensitivity_units, (sql, m.name, l1, m.sensitivity_units)
         moved = max(moved, l1)
     return moved
+
+
+SALTS = (17, 1_000_020)
+"""The hash keys the cross-engine checks use: two, so a rule right for one key by chance fails."""
+
+
+def same_exact_units(
+    reference: Session, other: Session, sql: str, delta: Any = None, salts: Any = SALTS
+) -> None:
+    """Asserts that ``other`` (another engine) gives ``reference``'s exact measurements of
+    ``sql``, bit for bit, for each hash key in ``salts``: the same rows kept, the same sums.
+    """
+    for salt in salts:
+        want = exact_units_for(reference, sql, 1, delta, salt=salt)
+        got = exact_units_for(other, sql, 1, delta, salt=salt)
+        assert got == want, (other.executor.dialect.name, sql, salt)
