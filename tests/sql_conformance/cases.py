@@ -893,9 +893,9 @@ def refused() -> list[Refused]:
         Refused(
             "scalar-subquery",
             "pums",
-            "SELECT COUNT(*) FROM pums WHERE income > (SELECT AVG(income) FROM visits)",
+            "SELECT COUNT(*) FROM pums WHERE income BETWEEN (SELECT AVG(income) FROM visits) AND 1",
             "WHERE",
-            "a subquery as a value is not supported",
+            "a subquery as a value is answered only beside a comparison or arithmetic operator",
             True,
         ),
         Refused(

@@ -88,6 +88,7 @@ from dalenius.engine.result import (
     Result,
     SyntheticResult,
 )
+from dalenius.engine.staged_release import StagedRelease, build, explain_staged, subqueries_of
 from dalenius.engine.timing import Deadline, DeadlineMissed
 from dalenius.executors.base import Executor
 from dalenius.executors.factory import executor_for
@@ -180,6 +181,8 @@ class Prepared:
     allocation: Allocation | None = None
     chosen: tuple[str, ...] = ()
     """Notes on bounds chosen privately for this query (each a release of its own)."""
+    epsilon: Fraction | None = None
+    """The ε the query was asked with (from the call or its SQL), before any share of it."""
 
     @cached_property
     def exact(self) -> ExactSQL:
@@ -277,7 +280,11 @@ class Session:
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         targets = parse_targets(target_error, target_relative, expected)
-        prepared = self.prepare(sql, epsilon, delta, targets=targets, confidence=conf)
+        staged = self._staged(sql, epsilon, delta, targets)
+        if isinstance(staged, StagedRelease):
+            self.policy.check(staged.loss)
+            return explain_staged(staged, conf)
+        prepared = self.prepare(staged, epsilon, delta, targets=targets, confidence=conf)
         self.policy.check(prepared.plan.loss)
         shown = explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
         chosen = chosen_notes(self._known_catalog(), shown.clips)
@@ -311,8 +318,13 @@ class Session:
         """
         conf = _confidence(confidence if confidence is not None else self.confidence)
         targets = parse_targets(target_error, target_relative, expected)
+        staged = self._staged(sql, epsilon, delta, targets, provisional=shape_only)
+        if isinstance(staged, StagedRelease):
+            # The outer plan gives the answer's shape; the loss checked is the whole query's.
+            self.policy.check(staged.loss)
+            return staged.outer.plan
         plan = self.prepare(
-            sql, epsilon, delta, targets=targets, confidence=conf, provisional=shape_only
+            staged, epsilon, delta, targets=targets, confidence=conf, provisional=shape_only
         ).plan
         self.policy.check(plan.loss)
         return plan
@@ -375,12 +387,19 @@ class Session:
         target: tuple[Any, Any, Any],
     ) -> Result:
         """Plan ``sql`` (a refusal is audited and raised), then spend on it."""
+        prepared: Prepared | None = None
+        plan: QueryRelease | StagedRelease
         try:
             targets = parse_targets(*target)
-            prepared = self.prepare(
-                sql, epsilon, delta, targets=targets, confidence=conf, choose=True
-            )
-            _write_now(prepared, sql)
+            staged = self._staged(sql, epsilon, delta, targets, choose=True)
+            if isinstance(staged, StagedRelease):
+                plan = staged
+            else:
+                prepared = self.prepare(
+                    staged, epsilon, delta, targets=targets, confidence=conf, choose=True
+                )
+                _write_now(prepared, sql)
+                plan = QueryRelease(prepared, sql)
         except PublicAnswer as public:
             return self._public(sql, public, conf)
         except UserError as exc:
@@ -388,9 +407,8 @@ class Session:
             raise
         # The release clock starts once the plan is ready: parsing and planning read only the
         # query text and the catalog, and take as long as a new text needs.
-        plan = QueryRelease(prepared, sql)
         answer, receipt = self._spend(plan, conf, idempotency_key, time.monotonic())
-        if prepared.chosen:
+        if prepared is not None and prepared.chosen:
             answer = replace(answer, notes=(*prepared.chosen, *answer.notes))
         return Result.from_answer(
             answer,
@@ -400,8 +418,33 @@ class Session:
             cached=receipt.cached,
             entry_id=receipt.entry_id,
             shared=receipt.shared,
-            accuracy=_accuracy(prepared),
+            accuracy=None if prepared is None else _accuracy(prepared),
         )
+
+    def _staged(
+        self,
+        sql: str,
+        epsilon: Any,
+        delta: Any,
+        targets: Targets | None,
+        *,
+        choose: bool = False,
+        provisional: bool = False,
+    ) -> StagedRelease | str:
+        """``sql`` as a staged release when it uses subqueries as values (each released first,
+        :mod:`dalenius.engine.staged_release`); else the text to plan as any query (with the
+        exact values of subqueries over public tables written in).
+        """
+        subqueries = subqueries_of(sql)
+        if not subqueries:
+            return sql
+        if targets is not None:
+            raise ConfigurationError(
+                "an error target is not supported for a query with a subquery used as a value.",
+                why="the subquery is released first, with its own share of ε.",
+                fix="give epsilon instead of a target.",
+            )
+        return build(self, sql, subqueries, epsilon, delta, choose=choose, provisional=provisional)
 
     def _public(self, sql: str, public: PublicAnswer, conf: float) -> Result:
         """Answer a query whose answer is public: read off the catalog (public keys), or run
@@ -1196,6 +1239,7 @@ class Session:
         provisional: bool = False,
         _catalog: Catalog | None = None,
         _round: int = 0,
+        _share: Fraction = Fraction(1),
     ) -> Prepared:
         """Parse, validate and plan ``sql``: the first step of :meth:`query` and :meth:`explain`.
 
@@ -1237,6 +1281,7 @@ class Session:
                 provisional=provisional,
                 _catalog=stand_in,
                 _round=_round + 1,
+                _share=_share,
             )
             return replace(inner, chosen=(*(chosen or ()), *inner.chosen))
         if targets is not None:
@@ -1252,6 +1297,7 @@ class Session:
             raise InvalidLossError(
                 f"delta must be below 1, got {float(dlt):g}.", fix="use a small delta such as 1e-6."
             )
+        asked, eps = eps, eps * _share  # a query released in stages gets its share of ε
         # Plans are cached (engine/plans.py), except where they hold what was read from a public
         # table, and the exact SQL too, except where it holds a fresh hash key.
         zcdp = self._zcdp()
@@ -1271,7 +1317,7 @@ class Session:
         except QueryError as exc:  # a refusal while planning: point at its clause
             raise located(exc, sql) from None
         write = partial(self._exact_sql, plan, None if measured else key, salt)
-        return Prepared(plan=plan, write=write, tables=resolved.tables)
+        return Prepared(plan=plan, write=write, tables=resolved.tables, epsilon=asked)
 
     def _known_catalog(self) -> Catalog:
         """The catalog with the privately chosen bounds this analyst has (engine/private_bounds.py)."""

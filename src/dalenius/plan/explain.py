@@ -176,9 +176,10 @@ class Explanation:
                 + "; counts and sums get exact discrete Laplace noise):"
             )
         width = max([28, *(len(m.label) + 2 for m in self.measurements)])
+        names = max([4, *(len(m.name) + 1 for m in self.measurements)])
         share, scale = ("share", "scale/σ") if gaussian else ("ε", "scale")
         header = (
-            f"  {'':4}{'aggregate':<{width}}{'sensitivity':>12}{share:>12}{scale:>12}"
+            f"  {'':{names}}{'aggregate':<{width}}{'sensitivity':>12}{share:>12}{scale:>12}"
             f"{pct + ' error':>14}{'floor γ':>12}"
         )
         lines.append(header)
@@ -188,7 +189,7 @@ class Explanation:
                 part = f"ρ {_g(m.rho)}" if m.rho else f"ε {_g(m.epsilon)}"
             floor = "—" if m.lower_bound is None else "±" + _g(m.lower_bound)
             lines.append(
-                f"  {m.name:<4}{m.label:<{width}}{_g(m.sensitivity):>12}{part:>12}"
+                f"  {m.name:<{names}}{m.label:<{width}}{_g(m.sensitivity):>12}{part:>12}"
                 f"{_g(m.scale):>12}{'±' + _g(m.error):>14}{floor:>12}"
             )
         lines.append("")

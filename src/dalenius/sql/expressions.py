@@ -260,13 +260,16 @@ class Converter:
             return aggregate(node, clause)
         if isinstance(node, exp.Subquery | exp.Select):
             raise self.error(
-                "a subquery as a value is not supported.",
+                "a subquery as a value is answered only beside a comparison or arithmetic "
+                "operator of the outer query, not here.",
                 node,
                 clause=clause,
                 why="a value computed from private rows (an average, a total) is an aggregate that "
-                "has to be released, with its own noise, before a query can use it.",
-                fix="release it with its own query and write its value as a constant; subqueries "
-                "are answered in FROM (or WITH), and as [NOT] EXISTS / IN (SELECT ...) in WHERE.",
+                "has to be released, with its own noise, before a query can use it: Dalenius "
+                "releases such a subquery first, as its own stage, and writes its value in.",
+                fix="write it as x > (SELECT AVG(x) FROM t) in the outer query, or release it "
+                "with its own query and write its value as a constant; subqueries are also "
+                "answered in FROM (or WITH), and as [NOT] EXISTS / IN (SELECT ...) in WHERE.",
                 privacy=True,
             )
         if isinstance(node, exp.Cast | exp.TryCast) and aggregate is not None:

@@ -1,0 +1,514 @@
+"""A query with subqueries used as values, answered in stages: each subquery is released first,
+then the outer query with the released values as constants — one ledger entry for the whole.
+
+``SELECT COUNT(*) FROM customer WHERE balance > (SELECT AVG(balance) FROM customer)`` compares
+every row with an average over private rows. That average is an aggregate, so it is released
+with its own noise; released, it is public, and the outer query uses it as it would use any
+constant the analyst typed. The privacy argument is sequential composition: the subqueries' and
+the outer query's releases are each ε-DP (the outer one for *every* value of its constants, since
+its sensitivities do not depend on them), and running the outer query with a constant chosen
+from the earlier releases is adaptive composition, whose loss is the sum
+(Dwork & Roth, Theorem 3.16 and §3.5.1). docs/sql.md gives the argument in full.
+
+How it runs on the one spending path (:meth:`dalenius.engine.session.Session.spend`):
+
+* before any data is read, every subquery and the outer query (its subqueries replaced by
+  :data:`~dalenius.sql.scalar_subqueries.PLACEHOLDER`) are planned, so a refusal of either is
+  decided, located and free; the loss charged is their sum, and ε is split over them in
+  proportion to their measurements (each measurement gets the share it would in one query);
+* behind the data gate, the measure step releases each subquery, plans the outer query again
+  with the released values written in, checks that its loss, measurements and outputs are the
+  placeholder plan's, then releases it; the ledger's record holds every noisy answer, so a
+  repeated request is answered from it, free;
+* publishing is post-processing: the outer answer, with a note giving each subquery's released
+  value and interval.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dalenius.accounting.compose import compose
+from dalenius.core.catalog import Table
+from dalenius.core.dialect import Dialect
+from dalenius.core.errors import (
+    InternalError,
+    PrivacyRefusal,
+    PublicAnswer,
+    PublicQuery,
+    QueryError,
+)
+from dalenius.core.loss import ZCDP, ApproxDP, Loss
+from dalenius.engine.noise import Noisy
+from dalenius.engine.postprocess import Answer
+from dalenius.engine.public import public_rows
+from dalenius.engine.query_release import QueryRelease
+from dalenius.plan.explain import Explanation, MeasurementCost, explain
+from dalenius.plan.protocol import Fetch, Measure, Measured
+from dalenius.sql.scalar_subqueries import PLACEHOLDER, Subquery, find, outer_text
+from dalenius.sql.validate import span_at
+
+if TYPE_CHECKING:
+    from dalenius.engine.session import Prepared, Session
+
+ANSWER_FORMAT = "staged-1"
+"""The format of a staged query's ledger record (part of its request key)."""
+
+SENTINEL = 918_273_640
+"""Stand-in constants explain plans the outer query with (one per subquery, from this one up),
+and writes back as ``(subquery n)``: a number no query is likely to hold."""
+
+VALUE_CONFIDENCE = 0.95
+"""The confidence a subquery's released value is computed at: its point value does not depend on
+it (only its interval, which the published note shows at the analyst's confidence)."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A subquery released before the outer query: where it stands, and its prepared release."""
+
+    subquery: Subquery
+    release: QueryRelease
+
+
+@dataclass(frozen=True)
+class StagedNoisy:
+    """What a staged query records: each subquery's noisy answer, the constants written from
+    them, and the outer query's noisy answer.
+    """
+
+    stages: tuple[Noisy, ...]
+    constants: tuple[str, ...]
+    outer: Noisy
+
+    def to_json(self) -> dict[str, Any]:
+        """The ledger's record (with :data:`ANSWER_FORMAT`)."""
+        return {
+            "format": ANSWER_FORMAT,
+            "stages": [n.to_json() for n in self.stages],
+            "constants": list(self.constants),
+            "outer": self.outer.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> StagedNoisy:
+        """Rebuild from :meth:`to_json`."""
+        if doc.get("format") != ANSWER_FORMAT:
+            raise InternalError("the ledger's record has an unknown format")
+        return cls(
+            stages=tuple(Noisy.from_json(n) for n in doc["stages"]),
+            constants=tuple(str(c) for c in doc["constants"]),
+            outer=Noisy.from_json(doc["outer"]),
+        )
+
+
+@dataclass(frozen=True)
+class StagedRelease:
+    """A query whose subqueries used as values are released first (see the module's docstring).
+
+    Attributes:
+        stages: the subqueries, each prepared with its share of ε.
+        outer: the outer query planned with placeholders (its loss, measurements and outputs
+            are those of the query with any constants written in).
+        sql: the analyst's text.
+        replan: the outer query prepared with the given constants written in (SQL literals).
+    """
+
+    stages: tuple[Stage, ...]
+    outer: QueryRelease
+    sql: str
+    replan: Callable[[Sequence[str]], Prepared]
+    kind: ClassVar[str] = "query"
+    answer_format: ClassVar[str] = ANSWER_FORMAT
+
+    @property
+    def text(self) -> str:
+        """The SQL as the analyst wrote it."""
+        return self.sql
+
+    @cached_property
+    def loss(self) -> Loss:
+        """The sum of the stages' and the outer query's losses (sequential composition)."""
+        return compose([r.loss for r in self._releases], _definition(self._releases))
+
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        """Every table a stage or the outer query reads, each once."""
+        seen: dict[str, Table] = {}
+        for release in self._releases:
+            for table in release.tables:
+                seen.setdefault(table.name, table)
+        return tuple(seen.values())
+
+    @property
+    def plan_class(self) -> str:
+        """The outer query's class (staged queries are refused on constant-time datasets)."""
+        return self.outer.plan_class
+
+    def fingerprint(self) -> str:
+        """The stages' and the outer plan's fingerprints, in order."""
+        return "staged:" + ",".join(r.fingerprint() for r in self._releases)
+
+    def privacy_map(self) -> Loss:
+        """The sum of each release's privacy map, recomputed from its mechanisms."""
+        return compose([r.privacy_map() for r in self._releases], _definition(self._releases))
+
+    @property
+    def _releases(self) -> tuple[QueryRelease, ...]:
+        return (*(s.release for s in self.stages), self.outer)
+
+    def prepare(self, dialect: Dialect, salt: int) -> Measure[StagedNoisy]:
+        """Release the subqueries, write their values into the outer query, release it."""
+        first = [s.release.prepare(dialect, salt) for s in self.stages]
+
+        def measure(fetch: Fetch) -> Measured[StagedNoisy]:
+            noisy = tuple(step(fetch).value for step in first)
+            constants = tuple(
+                constant(s.release.publish(n, VALUE_CONFIDENCE))
+                for s, n in zip(self.stages, noisy, strict=True)
+            )
+            outer = QueryRelease(self._outer_with(constants), self.sql)
+            released = outer.prepare(dialect, salt)(fetch).value
+            value = StagedNoisy(noisy, constants, released)
+            return Measured(json.dumps(value.to_json(), sort_keys=True, default=str), value)
+
+        return measure
+
+    def _outer_with(self, constants: Sequence[str]) -> Prepared:
+        """The outer query with ``constants`` written in; the same plan shape as with the
+        placeholders, or an internal error (charged: the data has been read).
+        """
+        prepared = self.replan(constants)
+        planned, placeholder = prepared.plan, self.outer.plan
+        same = (
+            planned.loss == placeholder.loss
+            and [m.name for m in planned.measurements] == [m.name for m in placeholder.measurements]
+            and [o.name for o in planned.query.outputs]
+            == [o.name for o in placeholder.query.outputs]
+        )
+        if not same:
+            raise InternalError("the outer query's plan changed with its released constants")
+        return prepared
+
+    def decode(self, record: str) -> StagedNoisy:
+        """The noisy answers of a ledger record."""
+        return StagedNoisy.from_json(json.loads(record))
+
+    def publish(self, value: StagedNoisy, confidence: float) -> Answer:
+        """The outer answer (post-processed with the constants it was released with), with a
+        note per subquery: its released value, interval and share of the loss.
+        """
+        outer = QueryRelease(self._outer_with(value.constants), self.sql)
+        answer = outer.publish(value.outer, confidence)
+        notes = tuple(
+            _note(stage, stage.release.publish(noisy, confidence), confidence)
+            for stage, noisy in zip(self.stages, value.stages, strict=True)
+        )
+        return Answer(
+            columns=answer.columns,
+            rows=answer.rows,
+            lows=answer.lows,
+            highs=answer.highs,
+            kinds=answer.kinds,
+            rank_errors=answer.rank_errors,
+            notes=(*notes, *answer.notes),
+        )
+
+
+def constant(answer: Answer) -> str:
+    """A subquery's released value as a SQL constant: its one cell (``NULL`` when no row is
+    released, or the value is not a finite number).
+    """
+    if not answer.rows:
+        return "NULL"
+    value = answer.rows[0][0]
+    if value is None or isinstance(value, bool):
+        return "NULL" if value is None else ("TRUE" if value else "FALSE")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float | Decimal):
+        number = float(value)
+        return repr(number) if math.isfinite(number) else "NULL"
+    raise InternalError(f"a subquery's released value has an unexpected type {type(value)}")
+
+
+def _note(stage: Stage, answer: Answer, confidence: float) -> str:
+    """What a published answer says about one subquery released first."""
+    shown = constant(answer)
+    low = answer.lows[0][0] if answer.rows and answer.lows else None
+    high = answer.highs[0][0] if answer.rows and answer.highs else None
+    interval = (
+        f" ({confidence:.0%} interval [{_outward(low, up=False)}, {_outward(high, up=True)}])"
+        if isinstance(low, int | float) and isinstance(high, int | float)
+        else ""
+    )
+    return (
+        f"The subquery ({stage.subquery.text}) was released first, spending "
+        f"{stage.release.loss}: {shown}{interval}. The query used that value as a constant."
+    )
+
+
+def _outward(end: float, *, up: bool) -> str:
+    """An interval's end to six significant digits, rounded away from the interval's inside (so
+    the shown interval still holds the value).
+    """
+    if isinstance(end, int) or end == 0 or not math.isfinite(end):
+        return repr(end)
+    step = Decimal(1).scaleb(math.floor(math.log10(abs(end))) - 5)
+    rounded = Decimal(repr(end)).quantize(step, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+    return format(rounded.normalize(), "f")
+
+
+def _definition(releases: Sequence[QueryRelease]) -> str:
+    """The definition the summed losses are stated in: zCDP, (ε, δ) or pure ε."""
+    losses = [r.loss for r in releases]
+    if any(isinstance(loss, ZCDP) for loss in losses):
+        return "zcdp"
+    if any(isinstance(loss, ApproxDP) for loss in losses):
+        return "approx"
+    return "pure"
+
+
+def subqueries_of(sql: str) -> list[Subquery]:
+    """The subqueries of ``sql`` used as values; a text with one SELECT has none (no tokenizing)."""
+    if sql.upper().count("SELECT") < 2:
+        return []
+    return find(sql)
+
+
+def build(
+    session: Session,
+    sql: str,
+    subqueries: Sequence[Subquery],
+    epsilon: Any,
+    delta: Any,
+    *,
+    choose: bool = False,
+    provisional: bool = False,
+) -> StagedRelease | str:
+    """Plan a query with subqueries used as values; reads no private data, spends nothing.
+
+    A subquery over public tables alone is answered now, exactly and free (public tables belong
+    to no privacy unit), and its value written in. If every subquery is public, the query text
+    with their values is returned, to be answered as any query; otherwise the staged release,
+    with ε split over the private subqueries and the outer query by their measurements.
+
+    Long because its steps (plan the subqueries, then the outer query, split ε by what both
+    measure, plan each again with its share) share the texts, the values and the counts.
+
+    Raises:
+        QueryError: a subquery cannot be released on its own (located in the analyst's text),
+            gives more than one value, or the outer query reads public tables only.
+        ConfigurationError: an error target was given, or ε is missing.
+        PrivacyRefusal: the dataset answers in constant time.
+    """
+    if session.catalog.constant_time:
+        raise PrivacyRefusal(
+            "a subquery used as a value is not answered on a constant-time dataset.",
+            clause="WHERE",
+            why="the subquery is released first and the query after it: two runs of the engine, "
+            "whose time no single deadline of the constant-time mode covers.",
+            fix="release the subquery with its own query and write its value as a constant.",
+        )
+    try:
+        values, probes = _probe(session, sql, subqueries, choose=choose, provisional=provisional)
+    except QueryError:
+        if _public_whole(session, sql):  # run as written, correlated subqueries and all
+            return sql
+        raise
+    if not probes:
+        return outer_text(sql, subqueries, [v or PLACEHOLDER for v in values])
+    outer_sql = outer_text(sql, subqueries, values)
+    try:
+        probe = session.prepare(outer_sql, epsilon, delta, choose=choose, provisional=provisional)
+    except PublicAnswer:
+        raise QueryError(
+            "a subquery over private rows is used as a value in a query over public tables.",
+            clause="WHERE",
+            sql=sql,
+            span=span_at(sql, subqueries[0].start, subqueries[0].text),
+            why="the outer query's rows belong to no privacy unit, so it is answered exactly; "
+            "a value released from private rows is not planned into such an answer.",
+            fix="release the subquery with its own query and write its value as a constant.",
+        ) from None
+    if probe.epsilon is None:  # pragma: no cover - prepare raises without ε
+        raise InternalError("the outer query was planned without an epsilon")
+    counts = {n: len(p.plan.measurements) for n, p in probes.items()}
+    total = sum(counts.values()) + len(probe.plan.measurements)
+    outer_share = Fraction(len(probe.plan.measurements), total)
+
+    def replan(constants: Sequence[str]) -> Prepared:
+        written = iter(constants)
+        filled = [v if v is not None else next(written) for v in values]
+        return session.prepare(
+            outer_text(sql, subqueries, filled),
+            epsilon,
+            delta,
+            choose=choose,
+            provisional=provisional,
+            _share=outer_share,
+        )
+
+    stages = tuple(
+        Stage(
+            subqueries[n],
+            QueryRelease(
+                session.prepare(
+                    subqueries[n].sql,
+                    probe.epsilon * Fraction(count, total),
+                    None,
+                    choose=choose,
+                    provisional=provisional,
+                ),
+                subqueries[n].text,
+            ),
+        )
+        for n, count in counts.items()
+    )
+    outer = session.prepare(
+        outer_sql, epsilon, delta, choose=choose, provisional=provisional, _share=outer_share
+    )
+    return StagedRelease(stages, QueryRelease(outer, sql), sql, replan)
+
+
+def _probe(
+    session: Session,
+    sql: str,
+    subqueries: Sequence[Subquery],
+    *,
+    choose: bool,
+    provisional: bool,
+) -> tuple[list[str | None], dict[int, Prepared]]:
+    """Plan each subquery on its own (at ε = 1, to count its measurements): the exact value of
+    each over public tables alone, ``None`` for the others, and the others' plans by position.
+    """
+    values: list[str | None] = []
+    probes: dict[int, Prepared] = {}
+    for n, sub in enumerate(subqueries):
+        try:
+            probe = session.prepare(
+                sub.sql, Fraction(1), None, choose=choose, provisional=provisional
+            )
+        except PublicQuery as public:
+            values.append(_public_value(session, sub, sql, public))
+            continue
+        except QueryError as exc:
+            raise _in_subquery(exc, sql) from None
+        _check_one_value(probe, sub, sql)
+        probes[n] = probe
+        values.append(None)
+    return values, probes
+
+
+def _public_whole(session: Session, sql: str) -> bool:
+    """Whether ``sql`` reads public tables alone (answered as written, exactly, free)."""
+    try:
+        session.prepare(sql, Fraction(1), None)
+    except PublicAnswer:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+def _public_value(session: Session, sub: Subquery, sql: str, public: PublicQuery) -> str:
+    """A subquery over public tables alone, answered exactly now: its one value as a constant."""
+    if len(public.columns) != 1:
+        raise _not_one_value(sub, sql, f"{len(public.columns)} columns")
+    rows, _, _ = public_rows(session.executor, public)
+    if len(rows) > 1:
+        raise _not_one_value(sub, sql, f"{len(rows)} rows")
+    cell = rows[0][0] if rows else None
+    if isinstance(cell, str):
+        return "'" + cell.replace("'", "''") + "'"
+    return constant(Answer(("v",), ((cell,),) if rows else (), (), (), ("exact",)))
+
+
+def _check_one_value(probe: Prepared, sub: Subquery, sql: str) -> None:
+    """Refuse a private subquery that would release more than one value."""
+    query = probe.plan.query
+    if len(query.outputs) != 1:
+        raise _not_one_value(sub, sql, f"{len(query.outputs)} columns")
+    if query.group_by:
+        raise _not_one_value(sub, sql, "a row per group (GROUP BY)")
+
+
+def _not_one_value(sub: Subquery, sql: str, got: str) -> QueryError:
+    return QueryError(
+        f"a subquery used as a value must give one value; this one gives {got}.",
+        clause="WHERE",
+        sql=sql,
+        span=span_at(sql, sub.start, sql[sub.start : sub.end + 1]),
+        fix="select one aggregate, with no GROUP BY, e.g. (SELECT AVG(x) FROM t WHERE ...).",
+    )
+
+
+def _in_subquery(exc: QueryError, sql: str) -> QueryError:
+    """``exc``, raised while planning a subquery on its own, said of the analyst's whole text."""
+    out = type(exc).__new__(type(exc))
+    QueryError.__init__(
+        out,
+        f"the subquery used as a value cannot be released on its own: {exc.bare}",
+        clause=exc.clause,
+        sql=sql,
+        span=exc.span,
+        why=exc.why
+        or "a subquery used as a value is released first, by itself, so it cannot refer to "
+        "the outer query's rows.",
+        fix=(
+            "refer only to the subquery's own FROM: a subquery correlated with the outer query "
+            "is not supported (ask per group with GROUP BY in a query of its own instead)."
+        )
+        if exc.bare.startswith("unknown")
+        else exc.fix,
+    )
+    return out
+
+
+def explain_staged(staged: StagedRelease, confidence: float) -> Explanation:
+    """What explain shows of a staged query: the outer query's explanation, with each subquery's
+    measurements before its own (labelled as released first), the whole loss, and the exact SQL
+    of every stage in the order it runs.
+    """
+    # The outer query is shown with a stand-in constant per subquery, written back as its name.
+    sentinels = [str(SENTINEL + n) for n in range(len(staged.stages))]
+    outer = staged.replan(sentinels)
+    shown = explain(outer.plan, confidence, outer.exact.all())
+    names = {s: f"(subquery {n})" for n, s in enumerate(sentinels, start=1)}
+
+    def named(text: str) -> str:
+        for sentinel, name in names.items():
+            text = text.replace(sentinel, name)
+        return text
+
+    first: list[MeasurementCost] = []
+    notes: list[str] = []
+    sql = []
+    for n, stage in enumerate(staged.stages, start=1):
+        prepared = stage.release.prepared
+        inner = explain(prepared.plan, confidence, prepared.exact.all())
+        first += [
+            replace(m, name=f"{n}.{m.name}", label=f"subquery {n}: {m.label}")
+            for m in inner.measurements
+        ]
+        notes.append(
+            f"subquery {n}, ({stage.subquery.text}), is released first, spending "
+            f"{stage.release.loss}; its released value is then a constant of the query."
+        )
+        sql.append(f"-- subquery {n}, released first:\n{inner.exact_sql}")
+    sql.append(f"-- then the query:\n{named(shown.exact_sql)}")
+    return replace(
+        shown,
+        filters=tuple(named(f) for f in shown.filters),
+        measurements=(*first, *shown.measurements),
+        loss=staged.loss,
+        notes=(*notes, *shown.notes),
+        exact_sql="\n".join(sql),
+    )

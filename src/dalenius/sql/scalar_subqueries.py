@@ -1,0 +1,153 @@
+"""Subqueries used as values (``WHERE balance > (SELECT AVG(balance) FROM customer)``), found in
+the query's text so that each can be released first, on its own, and its value written in its
+place (:mod:`dalenius.engine.staged_release`).
+
+A value computed from private rows is an aggregate: it has to be released, with its own noise,
+before another query may use it. Released, it is public — what the outer query does with it is
+post-processing of one release, and the two releases compose sequentially. So the query is
+answered in two stages, charged together: the subquery's text alone, then the outer text with the
+released value as a constant.
+
+They are found among the *tokens* (as :mod:`dalenius.sql.bigquery` finds its clause), so that
+the texts the planner sees keep every line and column where the analyst wrote it: the subquery
+is the whole text with everything outside it blanked, the outer query the whole text with the
+subquery replaced by a constant padded with spaces. A refusal in either points at the analyst's
+own line and column.
+
+A subquery is a value when it is a parenthesised ``SELECT`` (or ``WITH``) that a comparison or an
+arithmetic operator stands next to; ``IN (SELECT …)``, ``EXISTS (SELECT …)`` and a subquery in
+FROM are other forms, answered by the planner itself.
+
+Example:
+    >>> found = find("SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t)")
+    >>> found[0].sql.strip()
+    'SELECT AVG(x) FROM t'
+    >>> outer_text("SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t)", found, ["2.5"])
+    'SELECT COUNT(*) FROM t WHERE x > (2.5)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot.tokenizer_core import Token, TokenType
+
+from dalenius.sql import validate
+
+_OPERATORS = frozenset(
+    {
+        TokenType.EQ,
+        TokenType.NEQ,
+        TokenType.LT,
+        TokenType.LTE,
+        TokenType.GT,
+        TokenType.GTE,
+        TokenType.PLUS,
+        TokenType.DASH,
+        TokenType.STAR,
+        TokenType.SLASH,
+    }
+)
+"""Tokens beside which a parenthesised SELECT is a value."""
+
+PLACEHOLDER = "0"
+"""The constant a subquery's place holds while the outer query is planned, before any data is
+read: the outer plan's loss, measurements and outputs do not depend on a constant's value."""
+
+
+@dataclass(frozen=True)
+class Subquery:
+    """One subquery used as a value.
+
+    Attributes:
+        sql: the whole query text with everything but the subquery's SELECT blanked (newlines
+            kept), so that the planner's positions are the analyst's.
+        start: the offset of its opening parenthesis in the query text.
+        end: the offset of its closing parenthesis.
+        text: the subquery as written (without its parentheses), for notes.
+    """
+
+    sql: str
+    start: int
+    end: int
+    text: str
+
+
+def find(sql: str) -> list[Subquery]:
+    """The outermost subqueries of ``sql`` used as values, in the order they are written.
+
+    Raises:
+        QueryError: the text is too large or too deeply nested (:func:`validate.check_text`).
+    """
+    tokens = validate.check_text(sql)
+    found: list[Subquery] = []
+    i = 0
+    while i < len(tokens) - 1:
+        token = tokens[i]
+        opens = token.token_type == TokenType.L_PAREN and tokens[i + 1].token_type in (
+            TokenType.SELECT,
+            TokenType.WITH,
+        )
+        if not opens:
+            i += 1
+            continue
+        close = _closing(tokens, i)
+        if close is None:  # unbalanced: the parser refuses it with its own message
+            return found
+        before = tokens[i - 1].token_type if i > 0 else None
+        after = tokens[close + 1].token_type if close + 1 < len(tokens) else None
+        if before in _OPERATORS or after in _OPERATORS:
+            start, end = token.start, tokens[close].start
+            body_start, body_end = tokens[i + 1].start, tokens[close - 1].end + 1
+            found.append(
+                Subquery(
+                    sql=_blank(sql[:body_start])
+                    + sql[body_start:body_end]
+                    + _blank(sql[body_end:]),
+                    start=start,
+                    end=end,
+                    text=" ".join(sql[body_start:body_end].split()),
+                )
+            )
+        i = close + 1
+    return found
+
+
+def outer_text(
+    sql: str, subqueries: Sequence[Subquery], values: Sequence[str | None] | None
+) -> str:
+    """``sql`` with each subquery replaced by its value (a SQL constant), or, where the value is
+    ``None`` (or ``values`` is), by :data:`PLACEHOLDER` padded to the subquery's length, so that
+    every position after it stays where the analyst wrote it.
+    """
+    parts: list[str] = []
+    last = 0
+    for n, sub in enumerate(subqueries):
+        parts.append(sql[last : sub.start])
+        if values is None or values[n] is None:
+            parts.append(PLACEHOLDER + _blank(sql[sub.start + len(PLACEHOLDER) : sub.end + 1]))
+        else:
+            parts.append(f"({values[n]})")
+        last = sub.end + 1
+    parts.append(sql[last:])
+    return "".join(parts)
+
+
+def _closing(tokens: Sequence[Token], open_at: int) -> int | None:
+    """The index of the parenthesis closing the one at ``open_at``."""
+    depth = 0
+    for j in range(open_at, len(tokens)):
+        kind = tokens[j].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def _blank(text: str) -> str:
+    """``text`` as spaces, its line breaks kept."""
+    return "".join(c if c in "\r\n" else " " for c in text)

@@ -1,0 +1,65 @@
+"""A subquery used as a value, asked over HTTP and the PostgreSQL wire: released first, its value
+in a note (a NOTICE on the wire), the whole query charged once, refusals free."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import psycopg
+import pytest
+from tests.server.pgwire_helpers import Wire, running_wire
+
+from dalenius.core.loss import PureDP
+
+STAGED = (
+    "SELECT sex, COUNT(*) AS n FROM people WHERE age > (SELECT AVG(age) FROM people) GROUP BY sex"
+)
+
+
+@pytest.fixture
+def wire(demo_catalog: Path) -> Iterator[Wire]:
+    with running_wire(demo_catalog) as running:
+        yield running
+
+
+def test_http_releases_the_subquery_first_and_charges_once(wire: Wire) -> None:
+    site = wire.site
+    answer = site.client.post(
+        "/v1/datasets/census/query",
+        json={"sql": STAGED, "epsilon": 0.3},
+        headers=site.as_(site.analyst),
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert [r[0]["value"] for r in body["rows"]] == ["Female", "Male"]
+    assert any(n.startswith("The subquery (SELECT AVG(age) FROM people)") for n in body["notes"])
+    assert wire.remaining() == PureDP(Fraction(1) - Fraction(3, 10))
+    shown = site.client.post(
+        "/v1/datasets/census/explain",
+        json={"sql": STAGED, "epsilon": 0.3},
+        headers=site.as_(site.analyst),
+    )
+    assert shown.status_code == 200, shown.text
+    assert "age > (subquery 1)" in str(shown.json())
+    refused = site.client.post(
+        "/v1/datasets/census/query",
+        json={"sql": STAGED.replace("AVG(age)", "AVG(age), COUNT(*)"), "epsilon": 0.3},
+        headers=site.as_(site.analyst),
+    )
+    assert refused.status_code == 400 and "must give one value" in refused.text
+    assert wire.remaining() == PureDP(Fraction(1) - Fraction(3, 10))
+
+
+def test_the_wire_answers_it_with_a_notice(wire: Wire) -> None:
+    notices: list[str] = []
+    with psycopg.connect(**wire.dsn(), autocommit=True) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        conn.execute("SET dalenius.epsilon = 0.25")
+        rows = conn.execute(STAGED).fetchall()
+        assert [r[0] for r in rows] == ["Female", "Male"]
+        described = conn.execute(STAGED.replace("> (", "> %s + ("), (1,), prepare=True).fetchall()
+        assert len(described) == 2
+    assert any("was released first" in n for n in notices)
+    assert wire.remaining() == PureDP(Fraction(1, 2))

@@ -1,0 +1,62 @@
+"""Finding subqueries used as values in the query's text, positions kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from dalenius.sql.scalar_subqueries import PLACEHOLDER, find, outer_text
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t)",
+        "SELECT COUNT(*) FROM t WHERE (SELECT AVG(x) FROM t) < x",
+        "SELECT COUNT(*) FROM t WHERE x > 2 * (SELECT AVG(x) FROM t) AND y = 1",
+        "SELECT COUNT(*) FROM t WHERE x - (WITH u AS (SELECT x FROM t) SELECT AVG(x) FROM u) > 0",
+    ],
+)
+def test_a_subquery_beside_an_operator_is_a_value(sql: str) -> None:
+    (found,) = find(sql)
+    assert sql[found.start] == "(" and sql[found.end] == ")"
+    assert found.text in sql
+    # The subquery's text keeps its place: the planner's positions are the analyst's.
+    assert len(found.sql) == len(sql)
+    assert found.sql.strip() == found.text
+    assert sql.index(found.text) == found.sql.index(found.text)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT COUNT(*) FROM t WHERE x IN (SELECT x FROM u)",
+        "SELECT COUNT(*) FROM t WHERE EXISTS (SELECT * FROM u WHERE u.k = t.k)",
+        "SELECT COUNT(*) FROM (SELECT x FROM t) AS s",
+        "SELECT COUNT(*) FROM t JOIN (SELECT k FROM u) AS s ON s.k = t.k",
+        "SELECT COUNT(*) FROM t WHERE x > '(SELECT 1)'",
+    ],
+)
+def test_other_subqueries_are_left_to_the_planner(sql: str) -> None:
+    assert find(sql) == []
+
+
+def test_the_outer_text_holds_a_padded_placeholder_or_the_values() -> None:
+    sql = (
+        "SELECT COUNT(*) FROM t\nWHERE x > (SELECT AVG(x)\n FROM t) AND y < (SELECT MAX(y) FROM t)"
+    )
+    found = find(sql)
+    assert len(found) == 2
+    padded = outer_text(sql, found, None)
+    assert len(padded) == len(sql) and padded.count("\n") == sql.count("\n")
+    assert padded.index("AND") == sql.index("AND")
+    assert padded[found[0].start] == PLACEHOLDER
+    assert outer_text(sql, found, ["1.5", None]).startswith(
+        "SELECT COUNT(*) FROM t\nWHERE x > (1.5) AND"
+    )
+    assert outer_text(sql, found, ["1.5", "-2"]).endswith("AND y < (-2)")
+
+
+def test_a_subquery_inside_a_value_subquery_is_not_found_on_its_own() -> None:
+    sql = "SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t WHERE x < (SELECT MAX(x) FROM t))"
+    (found,) = find(sql)
+    assert found.text.endswith("(SELECT MAX(x) FROM t)")
