@@ -147,6 +147,9 @@ def test_a_subquery_over_public_tables_is_answered_exactly_and_free(session: Ses
     )
     result = session.query(sql, epsilon=1)
     assert result.loss == PureDP(Fraction(1))  # the outer query's alone
+    assert result.notes[0].startswith("Each subquery used as a value reads public tables alone")
+    assert result.notes[0].endswith("WHERE years > (13)")
+    assert "WHERE years > (13)" in str(session.explain(sql, epsilon=1))
 
 
 def test_explain_shows_each_stage_and_the_whole_loss(session: Session) -> None:

@@ -221,3 +221,33 @@ def test_a_target_error_instead_of_epsilon(browser: Browser, gateway: LiveGatewa
     assert remaining is not None and abs(float(remaining) - (1 - chosen)) < 1e-9
     shot(page, "target")
     assert problems == []
+
+
+def test_a_subquery_used_as_a_value_is_explained_then_answered(
+    browser: Browser, gateway: LiveGateway
+) -> None:
+    staged = (
+        "SELECT sex, COUNT(*)\nFROM people\nWHERE age > (SELECT AVG(age) FROM people)\nGROUP BY sex"
+    )
+    # A repeated request would be answered from the ledger's record, free: a new ε per size.
+    for width, name, eps in ((1400, "staged", "0.25"), (390, "staged-phone", "0.2")):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(f"{gateway.url}/")
+        page.fill("#token", gateway.tokens["alice"])
+        page.click("button[type=submit]")
+        expect(page.locator("#who")).to_contain_text("alice")
+        page.fill("#sql", staged)
+        page.fill("#epsilon", eps)
+        page.click("#explain-button")
+        expect(page.locator("#explain-cost")).to_have_text(f"ε = {eps}")
+        expect(page.locator("#explain-panel")).to_contain_text("age > (subquery 1)")
+        # The subquery's two measurements (its sum and count) before the outer COUNT.
+        expect(page.locator("#explain-panel table.data tbody tr")).to_have_count(3)
+        page.click("#run-button")
+        expect(page.locator("#result-spent")).to_have_text(f"ε = {eps}")
+        note = page.locator("[data-role=result-note]").first
+        expect(note).to_contain_text(
+            "The subquery (SELECT AVG(age) FROM people) was released first"
+        )
+        shot(page, name)
+        page.close()

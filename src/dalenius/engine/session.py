@@ -288,7 +288,8 @@ class Session:
         self.policy.check(prepared.plan.loss)
         shown = explain(prepared.plan, conf, prepared.exact.all(), accuracy=prepared.allocation)
         chosen = chosen_notes(self._known_catalog(), shown.clips)
-        return replace(shown, notes=shown.notes + chosen) if chosen else shown
+        written = (_written_in(staged),) if staged != sql else ()
+        return replace(shown, notes=written + shown.notes + chosen)
 
     def table(self, name: str) -> PrivateFrame:
         """A lazy private frame over the catalog's table ``name`` (``docs/frames.md``): its
@@ -410,6 +411,8 @@ class Session:
         answer, receipt = self._spend(plan, conf, idempotency_key, time.monotonic())
         if prepared is not None and prepared.chosen:
             answer = replace(answer, notes=(*prepared.chosen, *answer.notes))
+        if isinstance(staged, str) and staged != sql:
+            answer = replace(answer, notes=(_written_in(staged), *answer.notes))
         return Result.from_answer(
             answer,
             loss=plan.loss,
@@ -1617,6 +1620,14 @@ def _write_now(prepared: Prepared, sql: str) -> None:
             why="writing its exact SQL for the engine failed; nothing was read or spent.",
             fix="use simpler expressions.",
         ) from None
+
+
+def _written_in(sql: str) -> str:
+    """The note of a query whose subqueries over public tables were answered before it."""
+    return (
+        "Each subquery used as a value reads public tables alone: it was answered exactly, free, "
+        f"and its value written in: {' '.join(sql.split())}"
+    )
 
 
 def _confidence(value: float) -> float:
