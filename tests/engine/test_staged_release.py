@@ -169,3 +169,21 @@ def test_a_private_value_in_a_query_over_public_tables_is_refused(session: Sessi
     sql = "SELECT COUNT(*) FROM edu_levels WHERE years > (SELECT AVG(age) / 5 FROM adult)"
     with pytest.raises(QueryError, match="used as a value in a query over public tables"):
         session.query(sql, epsilon=1)
+
+
+def test_a_value_in_select_or_having_is_post_processing_named_as_written(session: Session) -> None:
+    sql = "SELECT COUNT(*) - (SELECT COUNT(*) FROM adult WHERE age > 60) FROM adult"
+    result = session.query(sql, epsilon=100)
+    assert result.columns == ("COUNT(*) - (SELECT COUNT(*) FROM adult WHERE age > 60)",)
+    assert session.plan(sql, 100, shape_only=True).query.outputs[0].name == result.columns[0]
+    assert abs(result.rows[0][0] - (32561 - 2342)) <= 10  # adult's rows, those over 60
+    having = "SELECT sex, COUNT(*) FROM adult GROUP BY sex HAVING COUNT(*) > (SELECT COUNT(*) / 3 FROM adult)"
+    assert [r[0] for r in session.query(having, epsilon=100).rows] == ["Male"]
+
+
+def test_a_value_outside_select_where_and_having_is_refused_free(session: Session) -> None:
+    sql = "SELECT COUNT(*) FROM adult ORDER BY 1 LIMIT 1 + (SELECT COUNT(*) FROM adult)"
+    before = session.remaining()
+    with pytest.raises(QueryError, match="answered in SELECT, WHERE and HAVING, not in LIMIT"):
+        session.query(sql, epsilon=1)
+    assert session.remaining() == before

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dalenius.sql.scalar_subqueries import PLACEHOLDER, find, outer_text
+from dalenius.sql.scalar_subqueries import SENTINEL, find, outer_text, placeholder
 
 
 @pytest.mark.parametrize(
@@ -40,20 +40,35 @@ def test_other_subqueries_are_left_to_the_planner(sql: str) -> None:
     assert find(sql) == []
 
 
-def test_the_outer_text_holds_a_padded_placeholder_or_the_values() -> None:
+def test_the_outer_text_holds_padded_stand_ins_or_the_values() -> None:
     sql = (
         "SELECT COUNT(*) FROM t\nWHERE x > (SELECT AVG(x)\n FROM t) AND y < (SELECT MAX(y) FROM t)"
     )
     found = find(sql)
-    assert len(found) == 2
-    padded = outer_text(sql, found, None)
+    assert [f.clause for f in found] == ["WHERE", "WHERE"]
+    stand_ins = [placeholder(0, "avg"), placeholder(1, "count")]
+    assert stand_ins == [f"{SENTINEL}.5", str(SENTINEL + 1)]
+    padded = outer_text(sql, found, stand_ins, pad=True)
     assert len(padded) == len(sql) and padded.count("\n") == sql.count("\n")
     assert padded.index("AND") == sql.index("AND")
-    assert padded[found[0].start] == PLACEHOLDER
-    assert outer_text(sql, found, ["1.5", None]).startswith(
+    assert padded[found[0].start :].startswith(stand_ins[0])
+    assert outer_text(sql, found, ["1.5", "NULL"]).startswith(
         "SELECT COUNT(*) FROM t\nWHERE x > (1.5) AND"
     )
     assert outer_text(sql, found, ["1.5", "-2"]).endswith("AND y < (-2)")
+    # A value longer than the subquery is written in parentheses, not padded.
+    short = "SELECT COUNT(*) FROM t WHERE x > (SELECT 1)"
+    assert outer_text(short, find(short), ["-1.2345678901234567e+300"], pad=True).endswith(
+        "x > (-1.2345678901234567e+300)"
+    )
+
+
+def test_the_clause_of_each_subquery_is_known() -> None:
+    sql = (
+        "SELECT COUNT(*) - (SELECT COUNT(*) FROM u) FROM t WHERE x > (SELECT 1) "
+        "GROUP BY k HAVING COUNT(*) > (SELECT 2) ORDER BY 1 LIMIT 1 + (SELECT 3)"
+    )
+    assert [f.clause for f in find(sql)] == ["SELECT", "WHERE", "HAVING", "LIMIT"]
 
 
 def test_a_subquery_inside_a_value_subquery_is_not_found_on_its_own() -> None:

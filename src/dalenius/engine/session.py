@@ -323,7 +323,7 @@ class Session:
         if isinstance(staged, StagedRelease):
             # The outer plan gives the answer's shape; the loss checked is the whole query's.
             self.policy.check(staged.loss)
-            return staged.outer.plan
+            return staged.shape()
         plan = self.prepare(
             staged, epsilon, delta, targets=targets, confidence=conf, provisional=shape_only
         ).plan

@@ -13,12 +13,12 @@ from the earlier releases is adaptive composition, whose loss is the sum
 How it runs on the one spending path (:meth:`dalenius.engine.session.Session.spend`):
 
 * before any data is read, every subquery and the outer query (its subqueries replaced by
-  :data:`~dalenius.sql.scalar_subqueries.PLACEHOLDER`) are planned, so a refusal of either is
+  stand-in constants, :data:`~dalenius.sql.scalar_subqueries.SENTINEL`) are planned, so a refusal of either is
   decided, located and free; the loss charged is their sum, and ε is split over them in
   proportion to their measurements (each measurement gets the share it would in one query);
 * behind the data gate, the measure step releases each subquery, plans the outer query again
   with the released values written in, checks that its loss, measurements and outputs are the
-  placeholder plan's, then releases it; the ledger's record holds every noisy answer, so a
+  stand-in plan's, then releases it; the ledger's record holds every noisy answer, so a
   repeated request is answered from it, free;
 * publishing is post-processing: the outer answer, with a note giving each subquery's released
   value and interval.
@@ -47,12 +47,19 @@ from dalenius.core.errors import (
 )
 from dalenius.core.loss import ZCDP, ApproxDP, Loss
 from dalenius.engine.noise import Noisy
-from dalenius.engine.postprocess import Answer
+from dalenius.engine.postprocess import Answer, output_kinds
 from dalenius.engine.public import public_rows
 from dalenius.engine.query_release import QueryRelease
 from dalenius.plan.explain import Explanation, MeasurementCost, explain
+from dalenius.plan.nodes import DPQuery
 from dalenius.plan.protocol import Fetch, Measure, Measured
-from dalenius.sql.scalar_subqueries import PLACEHOLDER, Subquery, find, outer_text
+from dalenius.sql.scalar_subqueries import (
+    ALLOWED_CLAUSES,
+    Subquery,
+    find,
+    outer_text,
+    placeholder,
+)
 from dalenius.sql.validate import span_at
 
 if TYPE_CHECKING:
@@ -60,10 +67,6 @@ if TYPE_CHECKING:
 
 ANSWER_FORMAT = "staged-1"
 """The format of a staged query's ledger record (part of its request key)."""
-
-SENTINEL = 918_273_640
-"""Stand-in constants explain plans the outer query with (one per subquery, from this one up),
-and writes back as ``(subquery n)``: a number no query is likely to hold."""
 
 VALUE_CONFIDENCE = 0.95
 """The confidence a subquery's released value is computed at: its point value does not depend on
@@ -76,6 +79,8 @@ class Stage:
 
     subquery: Subquery
     release: QueryRelease
+    stand_in: str
+    """The constant the outer query was planned with in its place (see ``SENTINEL``)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ class StagedRelease:
 
     Attributes:
         stages: the subqueries, each prepared with its share of ε.
-        outer: the outer query planned with placeholders (its loss, measurements and outputs
+        outer: the outer query planned with stand-in constants (its loss, measurements and outputs
             are those of the query with any constants written in).
         sql: the analyst's text.
         replan: the outer query prepared with the given constants written in (SQL literals).
@@ -182,20 +187,44 @@ class StagedRelease:
         return measure
 
     def _outer_with(self, constants: Sequence[str]) -> Prepared:
-        """The outer query with ``constants`` written in; the same plan shape as with the
-        placeholders, or an internal error (charged: the data has been read).
+        """The outer query with ``constants`` written in; the same loss, measurements and number
+        of outputs as with the stand-ins, or an internal error (charged: the data has been read).
         """
         prepared = self.replan(constants)
-        planned, placeholder = prepared.plan, self.outer.plan
+        planned, stood_in = prepared.plan, self.outer.plan
         same = (
-            planned.loss == placeholder.loss
-            and [m.name for m in planned.measurements] == [m.name for m in placeholder.measurements]
-            and [o.name for o in planned.query.outputs]
-            == [o.name for o in placeholder.query.outputs]
+            planned.loss == stood_in.loss
+            and [(m.name, m.sensitivity) for m in planned.measurements]
+            == [(m.name, m.sensitivity) for m in stood_in.measurements]
+            and len(planned.query.outputs) == len(stood_in.query.outputs)
         )
         if not same:
             raise InternalError("the outer query's plan changed with its released constants")
         return prepared
+
+    @cached_property
+    def columns(self) -> tuple[str, ...]:
+        """The answer's column names: the outer query's, each stand-in written back as its
+        subquery (an output ``COUNT(*) - (SELECT ...)`` is named as the analyst wrote it).
+        """
+        return tuple(self.named(o.name, full=True) for o in self.outer.plan.query.outputs)
+
+    def named(self, text: str, *, full: bool = False) -> str:
+        """``text`` with each stand-in constant written back as its subquery (``full``) or as
+        ``(subquery n)``.
+        """
+        for n, stage in enumerate(self.stages, start=1):
+            shown = f"({stage.subquery.text})" if full else f"(subquery {n})"
+            text = text.replace(stage.stand_in, shown)
+        return text
+
+    def shape(self) -> DPQuery:
+        """The outer plan with the answer's column names (a client describing the statement)."""
+        plan = self.outer.plan
+        outputs = tuple(
+            replace(o, name=c) for o, c in zip(plan.query.outputs, self.columns, strict=True)
+        )
+        return replace(plan, query=replace(plan.query, outputs=outputs))
 
     def decode(self, record: str) -> StagedNoisy:
         """The noisy answers of a ledger record."""
@@ -211,15 +240,7 @@ class StagedRelease:
             _note(stage, stage.release.publish(noisy, confidence), confidence)
             for stage, noisy in zip(self.stages, value.stages, strict=True)
         )
-        return Answer(
-            columns=answer.columns,
-            rows=answer.rows,
-            lows=answer.lows,
-            highs=answer.highs,
-            kinds=answer.kinds,
-            rank_errors=answer.rank_errors,
-            notes=(*notes, *answer.notes),
-        )
+        return replace(answer, columns=self.columns, notes=(*notes, *answer.notes))
 
 
 def constant(answer: Answer) -> str:
@@ -309,10 +330,11 @@ def build(
         ConfigurationError: an error target was given, or ε is missing.
         PrivacyRefusal: the dataset answers in constant time.
     """
+    _check_clauses(sql, subqueries)
     if session.catalog.constant_time:
         raise PrivacyRefusal(
             "a subquery used as a value is not answered on a constant-time dataset.",
-            clause="WHERE",
+            clause=subqueries[0].clause,
             why="the subquery is released first and the query after it: two runs of the engine, "
             "whose time no single deadline of the constant-time mode covers.",
             fix="release the subquery with its own query and write its value as a constant.",
@@ -324,22 +346,13 @@ def build(
             return sql
         raise
     if not probes:
-        return outer_text(sql, subqueries, [v or PLACEHOLDER for v in values])
-    outer_sql = outer_text(sql, subqueries, values)
-    try:
-        probe = session.prepare(outer_sql, epsilon, delta, choose=choose, provisional=provisional)
-    except PublicAnswer:
-        raise QueryError(
-            "a subquery over private rows is used as a value in a query over public tables.",
-            clause="WHERE",
-            sql=sql,
-            span=span_at(sql, subqueries[0].start, subqueries[0].text),
-            why="the outer query's rows belong to no privacy unit, so it is answered exactly; "
-            "a value released from private rows is not planned into such an answer.",
-            fix="release the subquery with its own query and write its value as a constant.",
-        ) from None
-    if probe.epsilon is None:  # pragma: no cover - prepare raises without ε
-        raise InternalError("the outer query was planned without an epsilon")
+        return outer_text(sql, subqueries, [v or "NULL" for v in values])
+    stand_ins = [
+        v if v is not None else placeholder(n, output_kinds(probes[n].plan)[0])
+        for n, v in enumerate(values)
+    ]
+    outer_sql = outer_text(sql, subqueries, stand_ins, pad=True)
+    probe = _outer_probe(session, sql, outer_sql, subqueries, epsilon, delta, choose, provisional)
     counts = {n: len(p.plan.measurements) for n, p in probes.items()}
     total = sum(counts.values()) + len(probe.plan.measurements)
     outer_share = Fraction(len(probe.plan.measurements), total)
@@ -356,19 +369,21 @@ def build(
             _share=outer_share,
         )
 
+    asked = probe.epsilon or Fraction(0)  # prepare refuses a query without ε
     stages = tuple(
         Stage(
             subqueries[n],
             QueryRelease(
                 session.prepare(
                     subqueries[n].sql,
-                    probe.epsilon * Fraction(count, total),
+                    asked * Fraction(count, total),
                     None,
                     choose=choose,
                     provisional=provisional,
                 ),
                 subqueries[n].text,
             ),
+            stand_ins[n],
         )
         for n, count in counts.items()
     )
@@ -376,6 +391,51 @@ def build(
         outer_sql, epsilon, delta, choose=choose, provisional=provisional, _share=outer_share
     )
     return StagedRelease(stages, QueryRelease(outer, sql), sql, replan)
+
+
+def _check_clauses(sql: str, subqueries: Sequence[Subquery]) -> None:
+    """Refuse a subquery used as a value outside SELECT, WHERE and HAVING."""
+    for sub in subqueries:
+        if sub.clause not in ALLOWED_CLAUSES:
+            raise QueryError(
+                f"a subquery used as a value is answered in SELECT, WHERE and HAVING, not in "
+                f"{sub.clause}.",
+                clause=sub.clause,
+                sql=sql,
+                span=span_at(sql, sub.start, sql[sub.start : sub.end + 1]),
+                why="its value is released first and then written in; elsewhere the value "
+                "itself could decide whether the query is valid.",
+                fix="release it with its own query and write its value as a constant.",
+            )
+
+
+def _outer_probe(
+    session: Session,
+    sql: str,
+    outer_sql: str,
+    subqueries: Sequence[Subquery],
+    epsilon: Any,
+    delta: Any,
+    choose: bool,
+    provisional: bool,
+) -> Prepared:
+    """The outer query planned with its stand-in constants (at the ε asked), its refusals
+    pointing at the analyst's own text.
+    """
+    try:
+        return session.prepare(outer_sql, epsilon, delta, choose=choose, provisional=provisional)
+    except PublicAnswer:
+        raise QueryError(
+            "a subquery over private rows is used as a value in a query over public tables.",
+            clause=subqueries[0].clause,
+            sql=sql,
+            span=span_at(sql, subqueries[0].start, subqueries[0].text),
+            why="the outer query's rows belong to no privacy unit, so it is answered exactly; "
+            "a value released from private rows is not planned into such an answer.",
+            fix="release the subquery with its own query and write its value as a constant.",
+        ) from None
+    except QueryError as exc:
+        raise (exc.relocated(sql, exc.span) if exc.span else exc) from None
 
 
 def _probe(
@@ -477,17 +537,9 @@ def explain_staged(staged: StagedRelease, confidence: float) -> Explanation:
     measurements before its own (labelled as released first), the whole loss, and the exact SQL
     of every stage in the order it runs.
     """
-    # The outer query is shown with a stand-in constant per subquery, written back as its name.
-    sentinels = [str(SENTINEL + n) for n in range(len(staged.stages))]
-    outer = staged.replan(sentinels)
+    outer = staged.outer.prepared
     shown = explain(outer.plan, confidence, outer.exact.all())
-    names = {s: f"(subquery {n})" for n, s in enumerate(sentinels, start=1)}
-
-    def named(text: str) -> str:
-        for sentinel, name in names.items():
-            text = text.replace(sentinel, name)
-        return text
-
+    named = staged.named
     first: list[MeasurementCost] = []
     notes: list[str] = []
     sql = []
@@ -507,6 +559,7 @@ def explain_staged(staged: StagedRelease, confidence: float) -> Explanation:
     return replace(
         shown,
         filters=tuple(named(f) for f in shown.filters),
+        outputs=tuple((named(c, full=True), named(f)) for c, f in shown.outputs),
         measurements=(*first, *shown.measurements),
         loss=staged.loss,
         notes=(*notes, *shown.notes),

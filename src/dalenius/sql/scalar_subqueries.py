@@ -22,6 +22,8 @@ Example:
     >>> found = find("SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t)")
     >>> found[0].sql.strip()
     'SELECT AVG(x) FROM t'
+    >>> found[0].clause
+    'WHERE'
     >>> outer_text("SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t)", found, ["2.5"])
     'SELECT COUNT(*) FROM t WHERE x > (2.5)'
 """
@@ -51,9 +53,24 @@ _OPERATORS = frozenset(
 )
 """Tokens beside which a parenthesised SELECT is a value."""
 
-PLACEHOLDER = "0"
-"""The constant a subquery's place holds while the outer query is planned, before any data is
-read: the outer plan's loss, measurements and outputs do not depend on a constant's value."""
+SENTINEL = 918_273_640
+"""Where the constants standing in for subqueries start (the n-th is ``SENTINEL + n`` for a
+count, that plus one half for any other value): the outer query is planned with them before
+any data is read — its loss, measurements and outputs do not depend on a constant's value — and a
+number no query is likely to hold can be written back as the subquery wherever the plan shows it
+(an output's name, explain's filters)."""
+
+ALLOWED_CLAUSES = ("SELECT", "WHERE", "HAVING")
+"""Where a subquery's released value may stand: every use there is post-processing or a filter
+whose sensitivity does not depend on the value (LIMIT, OFFSET or a join condition would let the
+value decide whether the query is valid)."""
+
+
+def placeholder(n: int, kind: str) -> str:
+    """The constant standing in for the ``n``-th subquery: an integer for a count (``kind``
+    its output's kind), else a double.
+    """
+    return str(SENTINEL + n) if kind == "count" else f"{SENTINEL + n}.5"
 
 
 @dataclass(frozen=True)
@@ -66,12 +83,14 @@ class Subquery:
         start: the offset of its opening parenthesis in the query text.
         end: the offset of its closing parenthesis.
         text: the subquery as written (without its parentheses), for notes.
+        clause: the clause it stands in (``WHERE``, ``SELECT`` …).
     """
 
     sql: str
     start: int
     end: int
     text: str
+    clause: str
 
 
 def find(sql: str) -> list[Subquery]:
@@ -108,6 +127,7 @@ def find(sql: str) -> list[Subquery]:
                     start=start,
                     end=end,
                     text=" ".join(sql[body_start:body_end].split()),
+                    clause=validate.clause_at(tokens, i),
                 )
             )
         i = close + 1
@@ -115,20 +135,21 @@ def find(sql: str) -> list[Subquery]:
 
 
 def outer_text(
-    sql: str, subqueries: Sequence[Subquery], values: Sequence[str | None] | None
+    sql: str, subqueries: Sequence[Subquery], values: Sequence[str], *, pad: bool = False
 ) -> str:
-    """``sql`` with each subquery replaced by its value (a SQL constant), or, where the value is
-    ``None`` (or ``values`` is), by :data:`PLACEHOLDER` padded to the subquery's length, so that
-    every position after it stays where the analyst wrote it.
+    """``sql`` with each subquery replaced by its value (a SQL constant): in parentheses, or
+    with ``pad`` padded with spaces to the subquery's length where it fits, so that every position
+    after it stays where the analyst wrote it.
     """
     parts: list[str] = []
     last = 0
-    for n, sub in enumerate(subqueries):
+    for value, sub in zip(values, subqueries, strict=True):
         parts.append(sql[last : sub.start])
-        if values is None or values[n] is None:
-            parts.append(PLACEHOLDER + _blank(sql[sub.start + len(PLACEHOLDER) : sub.end + 1]))
+        width = sub.end + 1 - sub.start
+        if pad and len(value) <= width:
+            parts.append(value + _blank(sql[sub.start + len(value) : sub.end + 1]))
         else:
-            parts.append(f"({values[n]})")
+            parts.append(f"({value})")
         last = sub.end + 1
     parts.append(sql[last:])
     return "".join(parts)

@@ -419,6 +419,26 @@ def clause_before(
     return clause
 
 
+def clause_at(tokens: Sequence[Token], index: int) -> str:
+    """The clause token ``index`` stands in, in its own query: the last clause keyword before it
+    at its own depth of parentheses (a subquery's own clauses, before it, do not count).
+    """
+    depth = 0
+    depths = []
+    for token in tokens[:index]:
+        depths.append(depth)
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+    clause = "statement"
+    for token, at in zip(tokens[:index], depths, strict=True):
+        word = token.text.upper()
+        if at == depth and word in _CLAUSE_WORDS and token.token_type != TokenType.STRING:
+            clause = _CLAUSE_WORDS[word]
+    return clause
+
+
 # -- the tree -----------------------------------------------------------------------------------
 
 
