@@ -3,8 +3,8 @@
 ``bench/engines.py --memory`` runs this once per query and side. A fresh process per run is the
 only fair measure: DuckDB's memory is its own (not Python objects, so ``tracemalloc`` misses it),
 and a process that already ran other queries keeps their buffers and its peak. Each side
-imports only what it needs — raw: ``duckdb``; Dalenius: ``dalenius`` (with pandas, pyarrow,
-sqlglot) — opens the same Parquet files the same way (DuckDB, default threads and memory limit),
+imports only what it needs — raw: ``duckdb``; Dalenius: its session (with numpy and sqlglot;
+pandas and pyarrow are imported only where a DataFrame is asked for) — opens the same Parquet files the same way (DuckDB, default threads and memory limit),
 runs the query once, and prints its peak resident set (``VmHWM``) and its resident set just before
 the query (after imports and setup), in bytes, as ``peak=… before=…``.
 

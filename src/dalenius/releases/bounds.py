@@ -28,10 +28,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pandas as pd
 
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.dialect import Dialect
@@ -52,6 +51,9 @@ from dalenius.plan.protocol import (
 from dalenius.releases._counts import norm
 from dalenius.sql.bind import to_query
 from dalenius.sql.emit import exact_queries
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT = "bounds-1"
 
@@ -161,14 +163,22 @@ class BoundsRelease:
     threshold: int
     epsilon: Fraction
 
-    def to_pandas(self) -> pd.DataFrame:
+    def bins(self) -> list[dict[str, Any]]:
         """The bins that reached the threshold or hold the bounds, with their noisy counts."""
         rows = []
         for i, c in enumerate(self.counts):
             if c >= self.threshold:
                 low, high = bin_range(self.edges, i, self.column_type)
                 rows.append({"low": _number(low), "high": _number(high), "noisy_rows": c})
-        return pd.DataFrame(rows, columns=["low", "high", "noisy_rows"])
+        return rows
+
+    def to_pandas(self) -> pd.DataFrame:
+        """:meth:`bins` as a DataFrame (pandas is imported here, not with the module: a
+        process that answers queries need not hold it).
+        """
+        import pandas as pd
+
+        return pd.DataFrame(self.bins(), columns=["low", "high", "noisy_rows"])
 
     def to_json(self) -> dict[str, Any]:
         """The bounds, the threshold and the bins that reached it."""
@@ -177,7 +187,7 @@ class BoundsRelease:
             "column": self.column,
             "bounds": None if self.bounds is None else [_number(b) for b in self.bounds],
             "threshold": self.threshold,
-            "bins": self.to_pandas().to_dict("records"),
+            "bins": self.bins(),
         }
 
     def __str__(self) -> str:
@@ -191,8 +201,8 @@ class BoundsRelease:
             low, high = (_number(b) for b in self.bounds)
             head = f"Bounds of {name}: [{low}, {high}] (chosen privately, ε = {float(self.epsilon):g})."
         lines = [head, f"Bins with at least {self.threshold} noisy rows:"]
-        for row in self.to_pandas().itertuples(index=False):
-            lines.append(f"  [{row.low}, {row.high}]: {row.noisy_rows}")
+        for row in self.bins():
+            lines.append(f"  [{row['low']}, {row['high']}]: {row['noisy_rows']}")
         if len(lines) == 2:
             lines.append("  (none)")
         return "\n".join(lines)

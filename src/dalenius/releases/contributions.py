@@ -26,10 +26,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pandas as pd
 
 from dalenius.core.catalog import Catalog, Table
 from dalenius.core.dialect import Dialect
@@ -48,6 +47,9 @@ from dalenius.plan.protocol import (
     scaled_epsilon,
 )
 from dalenius.releases.bounds import threshold
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT = "contributions-1"
 
@@ -119,16 +121,22 @@ class ContributionsRelease:
     epsilon: Fraction
     threshold: int
 
-    def to_pandas(self) -> pd.DataFrame:
+    def bins(self) -> list[dict[str, Any]]:
         """One row per histogram bin whose noisy count reaches the threshold."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for s in self.suggestions:
             low = 0
             for top, c in zip(self.tops, s.counts, strict=True):
                 if c >= self.threshold:
                     rows.append({"what": s.what, "from": low, "to": top, "noisy_units": c})
                 low = top + 1
-        return pd.DataFrame(rows, columns=["what", "from", "to", "noisy_units"])
+        return rows
+
+    def to_pandas(self) -> pd.DataFrame:
+        """:meth:`bins` as a DataFrame (pandas is imported here, not with the module)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.bins(), columns=["what", "from", "to", "noisy_units"])
 
     def catalog_line(self) -> str:
         """The ``privacy_unit`` line of the catalog with the suggested caps."""
@@ -151,7 +159,7 @@ class ContributionsRelease:
                 {"what": s.what, "cap": s.cap, "beyond": s.beyond} for s in self.suggestions
             ],
             "catalog": self.catalog_line(),
-            "bins": self.to_pandas().to_dict("records"),
+            "bins": self.bins(),
         }
 
     def __str__(self) -> str:
@@ -169,9 +177,10 @@ class ContributionsRelease:
             f"Noisy units per count (ε = {float(self.epsilon):g}, split equally; bins under "
             f"{self.threshold} are noise and left out):"
         )
-        for row in self.to_pandas().itertuples(index=False):
-            span = f"{row[1]}" if row[1] == row[2] else f"{row[1]}–{row[2]}"
-            lines.append(f"  {row[0]:<12} {span:>14}: {row[3]}")
+        for row in self.bins():
+            first, last = row["from"], row["to"]
+            span = f"{first}" if first == last else f"{first}–{last}"
+            lines.append(f"  {row['what']:<12} {span:>14}: {row['noisy_units']}")
         return "\n".join(lines)
 
 
