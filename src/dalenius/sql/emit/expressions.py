@@ -365,10 +365,10 @@ class Compiler:
             return units
         # x·2^-k − offset: the value times a power of two is exact and, from the bounds, below
         # 2^1000 (the plan refuses bounds where it would not be), so it is finite.
-        shifted = exp.Sub(
-            this=_scaled(_double(clipped), -_log2(m.granularity), self.dialect),
-            expression=_double_literal(offset),
-        )
+        scaled = _scaled(_double(clipped), -_log2(m.granularity), self.dialect)
+        # Subtracting 0 changes no double (not even -0.0): a centre of 0 is left out, which
+        # spares the engine an operation per row (a function call on PostgreSQL).
+        shifted = exp.Sub(this=scaled, expression=_double_literal(offset)) if offset else scaled
         if _rounding_below(m, _SUM_SPAN):
             # Provably within ±row_units after rounding (see _rounding_below): no clamp.
             return exact_sum(_half_up(shifted), self.dialect)
