@@ -187,3 +187,18 @@ def test_a_value_outside_select_where_and_having_is_refused_free(session: Sessio
     with pytest.raises(QueryError, match="answered in SELECT, WHERE and HAVING, not in LIMIT"):
         session.query(sql, epsilon=1)
     assert session.remaining() == before
+
+
+def test_a_value_inside_an_aggregate_is_refused_before_any_data_is_read(session: Session) -> None:
+    sql = "SELECT SUM(age - (SELECT AVG(age) FROM adult)) FROM adult"
+    before = session.remaining()
+    with pytest.raises(QueryError, match="inside an aggregate's argument") as refused:
+        session.query(sql, epsilon=1)
+    assert refused.value.clause == "SELECT"
+    assert session.remaining() == before
+
+
+def test_a_value_inside_parentheses_of_a_condition_is_answered(session: Session) -> None:
+    sql = "SELECT COUNT(*) FROM adult WHERE (age - (SELECT AVG(age) FROM adult)) > 3"
+    result = session.query(sql, epsilon=10)
+    assert result.loss == PureDP(Fraction(10))

@@ -69,6 +69,9 @@ def test_the_clause_of_each_subquery_is_known() -> None:
         "GROUP BY k HAVING COUNT(*) > (SELECT 2) ORDER BY 1 LIMIT 1 + (SELECT 3)"
     )
     assert [f.clause for f in find(sql)] == ["SELECT", "WHERE", "HAVING", "LIMIT"]
+    # Inside a function's or a condition's parentheses: the clause around them.
+    nested = "SELECT SUM(x - (SELECT 1)) FROM t WHERE (x - (SELECT 2)) > 0 AND y IN (1, 2)"
+    assert [f.clause for f in find(nested)] == ["SELECT", "WHERE"]
 
 
 def test_a_subquery_inside_a_value_subquery_is_not_found_on_its_own() -> None:

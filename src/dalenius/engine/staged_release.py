@@ -353,6 +353,7 @@ def build(
     ]
     outer_sql = outer_text(sql, subqueries, stand_ins, pad=True)
     probe = _outer_probe(session, sql, outer_sql, subqueries, epsilon, delta, choose, provisional)
+    _check_not_measured(sql, subqueries, stand_ins, probe.plan, set(probes))
     counts = {n: len(p.plan.measurements) for n, p in probes.items()}
     total = sum(counts.values()) + len(probe.plan.measurements)
     outer_share = Fraction(len(probe.plan.measurements), total)
@@ -406,6 +407,33 @@ def _check_clauses(sql: str, subqueries: Sequence[Subquery]) -> None:
                 why="its value is released first and then written in; elsewhere the value "
                 "itself could decide whether the query is valid.",
                 fix="release it with its own query and write its value as a constant.",
+            )
+
+
+def _check_not_measured(
+    sql: str,
+    subqueries: Sequence[Subquery],
+    stand_ins: Sequence[str],
+    plan: DPQuery,
+    private: set[int],
+) -> None:
+    """Refuse a released value that the outer query would aggregate (``SUM(x - (SELECT …))``):
+    the measurement's bounds, so its sensitivity and noise, would depend on the value, which
+    is known only after the data is read.
+    """
+    noisy = repr((plan.measurements, plan.selection))
+    for n in sorted(private):
+        if stand_ins[n] in noisy:
+            sub = subqueries[n]
+            raise QueryError(
+                "a subquery used as a value is inside an aggregate's argument here.",
+                clause=sub.clause,
+                sql=sql,
+                span=span_at(sql, sub.start, sql[sub.start : sub.end + 1]),
+                why="the aggregate's bounds, and so its noise, would depend on the released "
+                "value, which is known only once the data has been read.",
+                fix="use the value outside the aggregate: SUM(x) - (SELECT …) * COUNT(x), or "
+                "AVG(x) - (SELECT …); or compare with it in WHERE.",
             )
 
 

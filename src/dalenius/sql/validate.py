@@ -421,22 +421,21 @@ def clause_before(
 
 def clause_at(tokens: Sequence[Token], index: int) -> str:
     """The clause token ``index`` stands in, in its own query: the last clause keyword before it
-    at its own depth of parentheses (a subquery's own clauses, before it, do not count).
+    at its own depth of parentheses, else at the depth enclosing it (``SUM(x - (SELECT …))`` is
+    in SELECT); a subquery's own clauses, before it, do not count.
     """
-    depth = 0
-    depths = []
+    stack: list[str | None] = [None]
     for token in tokens[:index]:
-        depths.append(depth)
         if token.token_type == TokenType.L_PAREN:
-            depth += 1
+            stack.append(None)
         elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-    clause = "statement"
-    for token, at in zip(tokens[:index], depths, strict=True):
-        word = token.text.upper()
-        if at == depth and word in _CLAUSE_WORDS and token.token_type != TokenType.STRING:
-            clause = _CLAUSE_WORDS[word]
-    return clause
+            if len(stack) > 1:
+                stack.pop()
+        else:
+            word = token.text.upper()
+            if word in _CLAUSE_WORDS and token.token_type != TokenType.STRING:
+                stack[-1] = _CLAUSE_WORDS[word]
+    return next((c for c in reversed(stack) if c is not None), "statement")
 
 
 # -- the tree -----------------------------------------------------------------------------------
