@@ -199,9 +199,17 @@ class Scope:
     ``describe`` names where they come from in messages (``table 'adult'``).
     """
 
-    def __init__(self, columns: Sequence[tuple[str, Expr]], describe: str) -> None:
+    def __init__(
+        self,
+        columns: Sequence[tuple[str, Expr]],
+        describe: str,
+        rows: tuple[str, bool] | None = None,
+    ) -> None:
         self.columns = tuple(columns)
         self.describe = describe
+        self.rows = rows
+        """The frame's rows at this step (``FROM … WHERE …``, and whether columns are written
+        table-qualified): what an aggregation used as a value is computed over."""
         self._by_name = dict(self.columns)
 
     def names(self) -> tuple[str, ...]:
@@ -462,7 +470,13 @@ class Expr:
 
 
 def as_expr(value: Any) -> Expr:
-    """``value`` as an expression: expressions as they are, Python values as literals."""
+    """``value`` as an expression: expressions as they are, an aggregation as the value it
+    releases (:class:`Released`), Python values as literals.
+    """
+    from dalenius.frames.agg import Agg  # agg builds on this module
+
+    if isinstance(value, Agg):
+        return Released(value)
     return value if isinstance(value, Expr) else lit(value)
 
 
@@ -593,6 +607,44 @@ class Lit(Expr):
 
     def __repr__(self) -> str:
         return show(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class Released(Expr):
+    """An aggregation of the frame's rows used as a value, as in Polars
+    (``col("age") > col("age").mean()``: the mean of the rows the filter is applied to).
+
+    It is written as a subquery over the frame's rows at that step, ``(SELECT AVG(age) FROM …)``,
+    which ``Session.query`` releases first, with its share of ε, before the query that uses it
+    (docs/sql.md, "Subqueries used as values").
+    """
+
+    agg: Agg
+    rows: tuple[str, bool] | None = None
+
+    def resolve(self, scope: Scope, call: str) -> Expr:
+        """The aggregation over ``scope``'s columns and rows."""
+        if scope.rows is None:
+            refuse(
+                call,
+                f"{self.agg!r} cannot be used as a value here.",
+                fix="use it in filter(), with_columns() or select() of the frame it aggregates.",
+            )
+        named = self.agg if self.agg.name else self.agg.alias("value")  # no output column
+        return Released(named.resolve(scope, call), scope.rows)
+
+    def sql(self, qualify: bool) -> str:
+        """``(SELECT AGG(x) FROM … [WHERE …])``."""
+        assert self.rows is not None, "resolved first"
+        rows, qualified = self.rows
+        return f"(SELECT {self.agg.sql(qualified)} {rows})"
+
+    def dtype(self) -> str:
+        """The released value's type."""
+        return self.agg.dtype()
+
+    def __repr__(self) -> str:
+        return repr(self.agg)
 
 
 @dataclass(frozen=True, eq=False)

@@ -124,7 +124,8 @@ class _Rows:
         """The visible columns, named for messages by the tables they come from."""
         names = [self.table.name, *(j.table.name for j in self.joins)]
         where = " ⋈ ".join(repr(n) for n in names)
-        return Scope(self.columns, f"table {where}" if len(names) == 1 else f"tables {where}")
+        described = f"table {where}" if len(names) == 1 else f"tables {where}"
+        return Scope(self.columns, described, (self.from_sql(), self.qualify))
 
     def from_sql(self) -> str:
         """``FROM t [JOIN u ON t.k = u.k …] [WHERE …]``."""
