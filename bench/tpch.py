@@ -353,9 +353,10 @@ def progress(text: str) -> None:
 def generate(scale: float, root: Path) -> Path:
     """The eight tables at ``scale`` as Parquet (generated once; lineitem with its l_custkey)."""
     folder = root / f"sf{scale:g}"
-    if (folder / "lineitem.parquet").exists():
-        return folder
     raw = folder / "raw"
+    # Done once the raw files are gone (removed last): a conversion cut short starts again.
+    if not raw.exists() and all((folder / f"{name}.parquet").exists() for name in TABLES):
+        return folder
     raw.mkdir(parents=True, exist_ok=True)
     generated = raw / ".generated"  # tpchgen-cli finished: a run cut short starts again
     if not generated.exists():
@@ -370,11 +371,13 @@ def generate(scale: float, root: Path) -> Path:
             target = folder / f"{name}.parquet"
             if name == "lineitem":
                 progress("writing lineitem with its order's customer (l_custkey)")
+                partial = target.with_suffix(".partial")
                 con.execute(
                     f"COPY (SELECT l.*, o.o_custkey AS l_custkey FROM '{source}' l "
                     f"JOIN '{raw / 'orders.parquet'}' o ON l.l_orderkey = o.o_orderkey) "
-                    f"TO '{target}' (FORMAT PARQUET)"
+                    f"TO '{partial}' (FORMAT PARQUET)"
                 )
+                partial.replace(target)
             else:
                 shutil.copyfile(source, target)
     finally:
