@@ -60,6 +60,11 @@ def test_the_subquery_is_released_first_and_its_value_used_as_a_constant(session
     for released, true in zip(result.rows, exact.rows, strict=True):
         assert abs(released[1] - true[1]) <= 5
     assert result.loss == PureDP(Fraction(1000))
+    # The value used is shown wherever the answer is: printed, and in a notebook.
+    assert "note: The subquery (SELECT AVG(age) FROM adult WHERE age > 30)" in str(result)
+    assert "note: The subquery (SELECT AVG(age) FROM adult WHERE age &gt; 30)" in (
+        result._repr_html_()
+    )
 
 
 def test_one_ledger_entry_charges_the_sum_and_a_repeat_is_free(session: Session) -> None:

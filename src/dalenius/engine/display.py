@@ -91,6 +91,7 @@ def result_html(result: Result, cell: Any) -> str:
         notes.append(
             f"(rank ±r): with {pct} confidence the value's rank is within r of its target."
         )
+    notes += [f"note: {escape(note)}" for note in result.notes]
     notes.append(
         f"<b>spent:</b> {escape(spent_text(result))} &nbsp; "
         f"<b>remaining:</b> {escape(str(result.remaining))}"

@@ -244,6 +244,7 @@ def format_table(result: Result) -> str:
         )
     spent = spent_text(result)
     lines.append(f"spent: {spent}    remaining: {result.remaining}")
+    lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
 
 
