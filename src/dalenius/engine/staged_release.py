@@ -391,6 +391,10 @@ def build(
     outer = session.prepare(
         outer_sql, epsilon, delta, choose=choose, provisional=provisional, _share=outer_share
     )
+    # Written now, before anything is reserved: SQL that cannot be written is a free refusal
+    # (the outer query is written again with its values, after the gate, the same way).
+    for prepared in (outer, *(stage.release.prepared for stage in stages)):
+        prepared.exact  # noqa: B018 (cached on the object)
     return StagedRelease(stages, QueryRelease(outer, sql), sql, replan)
 
 
