@@ -484,3 +484,14 @@ def test_a_sweep_freezes_survivors_so_the_next_one_walks_only_new_objects() -> N
     finally:
         collector.thaw()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_subquery_used_as_a_value_is_refused_free_on_a_constant_time_dataset(
+    tmp_path: Path,
+) -> None:
+    catalog = write_catalog(tmp_path)
+    with dalenius.connect(catalog, budget=1) as session:
+        before = session.remaining()
+        with pytest.raises(QueryError, match="not answered on a constant-time dataset"):
+            session.query("SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t)", epsilon=0.5)
+        assert session.remaining() == before
