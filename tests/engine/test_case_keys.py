@@ -8,7 +8,7 @@ row passing the ``WHERE`` can take forms no group (docs/sql.md, "Group keys").
 
 from __future__ import annotations
 
-from fractions import Fraction
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -16,8 +16,7 @@ import pytest
 from tests.conformance.datasets import write_mixed
 from tests.support.exact import exact_answer, exact_data
 
-from dalenius.core.catalog import load_catalog
-from dalenius.core.loss import PureDP
+import dalenius
 from dalenius.engine.session import Session
 from dalenius.executors.duckdb import DuckDBExecutor
 from dalenius.ledger import open_ledger
@@ -29,11 +28,8 @@ BINS = (
 
 
 @pytest.fixture
-def session(adult_catalog_path: Path):  # type: ignore[no-untyped-def]
-    catalog = load_catalog(adult_catalog_path)
-    ledger = open_ledger(None)
-    ledger.set_budget("analyst", catalog.name, PureDP(Fraction(10)))
-    with Session(catalog, ledger=ledger, executor=DuckDBExecutor(catalog)) as s:
+def session(adult_catalog_path: Path) -> Iterator[Session]:
+    with dalenius.connect(adult_catalog_path, ledger="memory:", budget=10) as s:
         yield s
 
 

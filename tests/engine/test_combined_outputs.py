@@ -5,25 +5,18 @@ confidence; their combination's would not), with a note saying so."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from tests.support.exact import exact_answer
 
-from dalenius.core.catalog import load_catalog
-from dalenius.core.loss import PureDP
+import dalenius
 from dalenius.engine.session import Session
-from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger import open_ledger
 
 
 @pytest.fixture
 def session(adult_catalog_path: Path) -> Iterator[Session]:
-    catalog = load_catalog(adult_catalog_path)
-    ledger = open_ledger(None)
-    ledger.set_budget("analyst", catalog.name, PureDP(Fraction(10)))
-    with Session(catalog, ledger=ledger, executor=DuckDBExecutor(catalog)) as s:
+    with dalenius.connect(adult_catalog_path, ledger="memory:", budget=10) as s:
         yield s
 
 

@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 from tests.support.exact import exact_answer
 
-from dalenius.core.catalog import load_catalog
+import dalenius
 from dalenius.core.errors import ConfigurationError, QueryError
 from dalenius.core.loss import PureDP
 from dalenius.engine.session import Session
 from dalenius.engine.staged_release import StagedRelease
-from dalenius.executors.duckdb import DuckDBExecutor
-from dalenius.ledger import open_ledger
 
 STAGED = (
     "SELECT sex, COUNT(*) AS n FROM adult "
@@ -28,10 +26,7 @@ STAGED = (
 
 @pytest.fixture
 def session(adult_catalog_path: Path) -> Iterator[Session]:
-    catalog = load_catalog(adult_catalog_path)
-    ledger = open_ledger(None)
-    ledger.set_budget("analyst", catalog.name, PureDP(Fraction(10_000)))
-    with Session(catalog, ledger=ledger, executor=DuckDBExecutor(catalog)) as s:
+    with dalenius.connect(adult_catalog_path, ledger="memory:", budget=10_000) as s:
         yield s
 
 
