@@ -10,6 +10,7 @@ same rows and gives the same exact answers; the last tests check that across eng
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from sqlglot import exp
 from tests.conformance.engines import OTHER_ENGINES
 from tests.support.exact import exact_units_for, neighbour_moves, same_exact_units
 
-from dalenius.core.dialect import Dialect
+from dalenius.core.dialect import DUCKDB, Dialect
 from dalenius.engine.session import Session
 from dalenius.sql.emit import statements
 from dalenius.sql.emit.dialects import keyed_hash
@@ -146,6 +147,9 @@ PER_UNIT_QUERIES = [
     ("SELECT COUNT(*), SUM(amount) FROM mixed WHERE amount > 1000", None),
     ("SELECT day, flag, code, COUNT(*), AVG(amount) FROM mixed GROUP BY day, flag, code", 1e-6),
     ("SELECT 'all' AS k, day, COUNT(*) FROM mixed GROUP BY 1, day", None),
+    # No double read, public keys: DuckDB keeps the over-cap units' rows by ARG_MIN.
+    ("SELECT day, flag, COUNT(*) FROM mixed GROUP BY day, flag", None),
+    ("SELECT COUNT(*) FROM mixed WHERE code = 'c1' OR code IS NULL", None),
 ]
 
 
@@ -184,6 +188,29 @@ def test_aggregating_each_unit_once_answers_as_bounding_the_rows_does(
             assert not any(m in rows for m in marks)
             ours = _canonical(session.executor.fetch(per_unit))
             assert ours == _canonical(session.executor.fetch(rows)), (engine, sql)
+
+
+def test_a_top_n_aggregate_keeps_the_rows_the_window_keeps(
+    sessions_on: Callable[[str], dict[str, Session]],
+) -> None:
+    """DuckDB keeps an over-cap unit's first rows by hash with ``ARG_MIN(row, hash, n)``; the
+    exact answers are, bit for bit, those of the window that ranks the same rows, for several
+    hash keys. A query reading a double keeps the window (its ties are broken by the doubles)."""
+    session = sessions_on("duckdb")["mixed"]
+    for table in session.catalog.tables:
+        session.executor.prepare(table)
+    windowed = replace(DUCKDB, top_n_aggregate=False)
+    for sql, _ in PER_UNIT_QUERIES[-2:]:
+        plan = session.prepare(sql, 1).plan
+        for salt in (17, 1_000_020, 77):
+            top = statements.exact_queries(plan, DUCKDB, salt=salt).main
+            window = statements.exact_queries(plan, windowed, salt=salt).main
+            assert "ARG_MIN(" in top and "ROW_NUMBER()" not in top, top
+            assert "ARG_MIN(" not in window and "ROW_NUMBER()" in window
+            ours = _canonical(session.executor.fetch(top))
+            assert ours == _canonical(session.executor.fetch(window)), (sql, salt)
+    doubles = session.prepare(PER_UNIT_QUERIES[0][0], 1).plan
+    assert "ARG_MIN(" not in statements.exact_queries(doubles, DUCKDB, salt=3).main
 
 
 def test_spark_still_ranks_every_row_in_one_read(

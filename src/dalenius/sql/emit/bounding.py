@@ -8,7 +8,7 @@ parts, each unit is aggregated once (:func:`bounded_aggregate`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 
 from sqlglot import exp
@@ -168,7 +168,7 @@ def bounded_aggregate(
     measures: list[tuple[str, exp.Expr]],
     max_rows: int,
     max_groups: int,
-    rank: Callable[[exp.Select], exp.Select],
+    rank: Callable[..., exp.Select],
     dialect: Dialect,
     keep_input: bool = False,
 ) -> str | None:
@@ -282,7 +282,11 @@ def bounded_aggregate(
         f"WITH __input AS {'MATERIALIZED ' if keep_input else hint}({rows}), "
         f"{units_cte}, __split AS MATERIALIZED ({split_sql}) "
     )
-    capped = rank(_over_rows(unit_sql, dialect.name).copy())
+    read = [by for _, by in grouped] + parts
+    capped = rank(
+        _over_rows(unit_sql, dialect.name).copy(),
+        columns=_read_columns(read, [unit, *row_fields, *(f"__i{i}" for i in listed)]),
+    )
     ranked_part = ", ".join(
         [
             *(f"{b} AS __g{i}" for b, (i, _) in zip(by_sql, grouped, strict=True)),
@@ -309,6 +313,14 @@ def bounded_aggregate(
     outputs += [f"__t.{_quoted(name)}" for name, _ in measures]
     back = "".join(f" JOIN {lists[i]} ON __t.__g{i} = __kv{i}.__i" for i in listed)
     return f"{prefix}SELECT {', '.join(outputs)} FROM ({body}) AS __t{back}"
+
+
+def _read_columns(expressions: list[exp.Expr], columns: list[str]) -> list[str]:
+    """The ``columns`` (in order, each once) that ``expressions`` read; the first if none: the
+    kept rows need only the columns their groups and parts read.
+    """
+    read = {c.name for e in expressions for c in e.find_all(exp.Column)}
+    return [c for c in dict.fromkeys(columns) if c in read] or columns[:1]
 
 
 def _output_key(i: int, key: exp.Expr, listed: bool, dialect: Dialect) -> str:
@@ -529,6 +541,7 @@ def _ranked(
     max_groups: int,
     dialect: Dialect,
     salt: int,
+    columns: Sequence[str] = (),
 ) -> exp.Select:
     """The rows of ``source`` in each unit's first ``max_groups`` groups and first ``max_rows`` rows.
 
@@ -536,11 +549,21 @@ def _ranked(
     the row. The id is part of the hash so that each unit's choice is its own: with one key per
     query for every unit, every unit over its cap would keep the same "lucky" groups and values,
     a bias of the whole answer toward them (each unit's choice still depends on its own rows only).
+
+    ``columns`` names the columns of ``source`` the caller reads from the kept rows: where only
+    rows are ranked, the dialect has a top-n aggregate and no two distinct rows can hash alike,
+    the rows are kept by :func:`_first_rows` instead of a window (the same rows, with only those
+    columns).
     """
     current: exp.Expr = source.subquery("__filtered", copy=False)
     rank_filter: exp.Expr | None = None
     unit_typed = (unit_col, types[unit_col.name])
-    if keys and max_groups < max_rows:
+    row_typed = [unit_typed, *((_col(f), types[f]) for f in row_fields)]
+    ranks_groups = bool(keys) and max_groups < max_rows
+    if columns and dialect.top_n_aggregate and not ranks_groups and not hash_ties(row_typed):
+        order = keyed_hash(dialect, salt + 1, row_typed)
+        return _first_rows(current, unit_col, list(columns), order, max_rows)
+    if ranks_groups:
         # (With max_groups >= max_rows the cap on groups is met by any max_rows rows.)
         # A key that is a field is hashed as the field is; any other key is computed in the
         # engine's double arithmetic, so an integer key is then a double, and hashed as one.
@@ -566,7 +589,6 @@ def _ranked(
         rank_filter = exp.LTE(
             this=exp.column("__group_rank"), expression=exp.Literal.number(max_groups)
         )
-    row_typed = [unit_typed, *((_col(f), types[f]) for f in row_fields)]
     row_rank = exp.Window(
         this=exp.Anonymous(this="ROW_NUMBER"),
         partition_by=[unit_col.copy()],
@@ -584,3 +606,38 @@ def _ranked(
         exp.LTE(this=exp.column("__row_rank"), expression=exp.Literal.number(max_rows)),
         copy=False,
     )
+
+
+def _first_rows(
+    source: exp.Expr, unit_col: exp.Column, columns: list[str], order: exp.Expr, max_rows: int
+) -> exp.Select:
+    """Each unit's first ``max_rows`` rows of ``source`` by ``order``, kept by one aggregation.
+
+    ``ARG_MIN(row, order, n)`` keeps a unit's n rows of least ``order`` in a heap as the unit's
+    rows are aggregated; unnested, they are the rows ``ROW_NUMBER() OVER (PARTITION BY unit
+    ORDER BY order) <= n`` keeps, without sorting every row of the unit. Rows of equal ``order``
+    are equal in every hashed column (the caller makes sure no double's tie-break is needed), so
+    which of them is kept cannot change an answer. The columns travel as the fields ``f0``,
+    ``f1``, … of a struct, named back after the unnesting.
+    """
+    fields = [
+        exp.PropertyEQ(this=exp.to_identifier(f"f{i}"), expression=_col(c))
+        for i, c in enumerate(columns)
+    ]
+    kept = exp.ArgMin(
+        this=exp.Struct(expressions=fields),
+        expression=order,
+        count=exp.Literal.number(max_rows),
+    )
+    top = (
+        exp.select(exp.alias_(exp.Unnest(expressions=[kept]), "__k", copy=False))
+        .from_(source, copy=False)
+        .group_by(unit_col.copy(), copy=False)
+    )
+    named = [
+        exp.alias_(
+            exp.Dot(this=exp.column("__k"), expression=exp.to_identifier(f"f{i}")), _col(c).this
+        )
+        for i, c in enumerate(columns)
+    ]
+    return exp.select(*named).from_(top.subquery("__top", copy=False), copy=False)

@@ -75,15 +75,19 @@ def keyed_hash(dialect: Dialect, salt: int, columns: Sequence[tuple[exp.Expr, st
     Example:
         >>> from dalenius.core.dialect import DUCKDB, POSTGRES
         >>> keyed_hash(DUCKDB, 7, [(exp.column("a"), "int")]).sql("duckdb")
-        "MD5('7' || '|' || CASE WHEN a IS NULL THEN 'N' ELSE CAST(a AS TEXT) END)"
+        "MD5(CONCAT('7|', CASE WHEN a IS NULL THEN 'N' ELSE CAST(a AS TEXT) END))"
         >>> keyed_hash(POSTGRES, 7, [(exp.column("s"), "str")]).sql("postgres")
-        'MD5(\'7\' || \'|\' || CASE WHEN s IS NULL THEN \'N\' ELSE CAST(LENGTH(s) AS TEXT) || \':\' || s END) COLLATE "C"'
+        'MD5(\'7|\' || CASE WHEN s IS NULL THEN \'N\' ELSE CAST(LENGTH(s) AS TEXT) || \':\' || s END) COLLATE "C"'
     """
-    parts: list[exp.Expr] = [exp.Literal.string(str(salt % (2**62)))]
+    parts: list[exp.Expr] = []
+    separator = f"{salt % (2**62)}|"
     for value, kind in columns:
-        parts.append(exp.Literal.string("|"))
+        parts.append(exp.Literal.string(separator))
         parts.append(_canonical_text(value.copy(), kind, dialect))
-    digest: exp.Expr = exp.MD5(this=exp.Concat(expressions=parts))
+        separator = "|"
+    # Every part is text, never NULL: one CONCAT call and a chain of || give the same text.
+    call = dialect.concat_call
+    digest: exp.Expr = exp.MD5(this=exp.Concat(expressions=parts, safe=call, coalesce=call))
     if dialect.text_collation:
         digest = exp.Collate(
             this=digest, expression=exp.Identifier(this=dialect.text_collation, quoted=True)
