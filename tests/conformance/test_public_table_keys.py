@@ -19,6 +19,9 @@ QUERIES = [
     "GROUP BY s_suppkey",
     "SELECT s_name, AVG(amount) FROM orders JOIN supplier ON suppkey = s_suppkey "
     "WHERE amount > 10 GROUP BY s_name",
+    # Keys read from the supplier rows that pass the conditions on supplier alone.
+    "SELECT s_suppkey, COUNT(*) FROM orders JOIN supplier ON suppkey = s_suppkey "
+    "WHERE s_suppkey BETWEEN 2 AND 8 AND s_name <> 's4' AND amount > 10 GROUP BY s_suppkey",
 ]
 
 
@@ -32,6 +35,8 @@ def test_the_keys_are_the_public_table_s_values(
     named = sorted(f"s{k}" for k in [*range(1, 11), 12, 13] if k != 5)
     assert key.keys == (*named, None)
     assert plan.selection is None  # no private selection, no delta
+    narrowed = session.prepare(QUERIES[2], 1).plan.group_by[0]
+    assert narrowed.keys == (2, 3, 6, 7, 8)  # no supplier 5; 4 is named s4
 
 
 @pytest.mark.parametrize("engine", OTHER_ENGINES)

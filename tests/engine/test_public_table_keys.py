@@ -57,6 +57,25 @@ def test_every_value_of_the_public_column_is_answered_without_delta(session: Ses
     assert "s_suppkey's 5 keys are the values of the public table supplier" in explained
 
 
+def test_the_keys_are_the_values_of_the_public_rows_that_pass_the_conditions_on_them(
+    session: Session,
+) -> None:
+    """A WHERE conjunct on the public table alone narrows its values to the rows it keeps; one
+    that also reads the private table does not (its rows may pass it whatever the supplier)."""
+    narrowed = BY_KEY.replace(" GROUP BY", " WHERE s_suppkey IN (2, 4, 5) AND s_name <> 'd' GROUP BY")
+    result = session.query(narrowed, epsilon=1)
+    assert [row[0] for row in result.rows] == [2]  # 4 is 'd'; 5's name is NULL: <> is not true
+    assert "s_suppkey's 1 keys are the values of the public table supplier" in str(
+        session.explain(narrowed, epsilon=1)
+    )
+    # Supplier 2: two orders of person 1 (within the cap once filtered), one of 3, one of 5.
+    assert dict(exact_units_for(session, narrowed, salt=5))["m0"] == [4]
+    mixed = BY_KEY.replace(" GROUP BY", " WHERE s_suppkey < 3 OR amount > 55 GROUP BY")
+    assert [row[0] for row in session.query(mixed, epsilon=1).rows] == [1, 2, 3, 4, 5]
+    nobody = BY_KEY.replace(" GROUP BY", " WHERE s_name = 'zz' GROUP BY")
+    assert session.query(nobody, epsilon=1).rows == ()
+
+
 def test_the_exact_cells_are_the_bounded_rows_per_public_value(session: Session) -> None:
     """Persons within the cap keep every row; person 1 keeps 3 of 6, in any suppliers (no
     sensitivity here depends on the groups); supplier 9's order joins nothing."""

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import date
 from fractions import Fraction
-from functools import cached_property, partial
+from functools import cached_property, partial, reduce
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -104,9 +104,10 @@ from dalenius.plan.accuracy import (
     parse_targets,
 )
 from dalenius.plan.compile import to_dp
-from dalenius.plan.derive import GroupKeys
+from dalenius.plan.derive import FieldInfo, GroupKeys
 from dalenius.plan.explain import Explanation, explain
-from dalenius.plan.nodes import DPQuery, Query, truncates
+from dalenius.plan.expr import BinOp, Expr
+from dalenius.plan.nodes import DPQuery, Filter, Query, Scan, truncates
 from dalenius.plan.protocol import (
     PRODUCTS,
     Fetch,
@@ -135,6 +136,7 @@ from dalenius.releases.synth_table import Progress, SynthesisRound
 from dalenius.releases.synthetic import SynthPlan, SynthRequest, plan_synthetic
 from dalenius.sql.bind import Resolved, to_query
 from dalenius.sql.emit import ExactSQL, exact_queries
+from dalenius.sql.emit.expressions import Compiler
 from dalenius.sql.validate import located
 
 T = TypeVar("T")
@@ -1456,24 +1458,35 @@ class Session:
         context = Context(multiplicity=self._multiplicity, public_keys=self._public_keys)
         return rewrite(resolved.query, context), True
 
-    def _public_keys(self, table_name: str, column: str) -> GroupKeys | None:
-        """The distinct values of a public table's int or text column, as a key list (NULL
-        last), or ``None``: not a public table, or another type.
+    def _public_keys(
+        self, scan: Scan, column: str, conditions: tuple[Expr, ...]
+    ) -> GroupKeys | None:
+        """The distinct values of a public table's int or text column among its rows that pass
+        ``conditions`` (the query's conditions on that table alone), as a key list (NULL last),
+        or ``None``: not a public table, or another type.
 
         Raises:
             TooManyKeys: more than :data:`MAX_PUBLIC_TABLE_KEYS` values (the groups are then
                 selected privately).
         """
-        table = self.catalog.table(table_name)
+        table = self.catalog.table(scan.table)
         declared = table.column(column) if table is not None and table.public else None
         if table is None or declared is None or declared.type not in ("int", "str"):
             return None
         self.executor.prepare(table)
         quote = self.executor.dialect.quote
-        rows = self.executor.fetch(
-            f"SELECT DISTINCT {quote(column)} FROM {quote(table.name)} "
-            f"ORDER BY 1 NULLS LAST LIMIT {MAX_PUBLIC_TABLE_KEYS + 1}"
-        )
+        limit = f"ORDER BY 1 NULLS LAST LIMIT {MAX_PUBLIC_TABLE_KEYS + 1}"
+        if conditions:
+            # The conditions compiled as the query's own (total, typed alike on every engine).
+            field = next(f for f in scan.fields if f.name == column)
+            infos = {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in scan.fields}
+            compiler = Compiler(infos, self.executor.dialect)
+            where = Filter(scan, reduce(lambda a, b: BinOp("AND", a, b), conditions))
+            relation = compiler.relation(where).sql(self.executor.dialect.name)
+            sql = f"SELECT DISTINCT {quote(field.id)} FROM ({relation}) AS __p {limit}"
+        else:
+            sql = f"SELECT DISTINCT {quote(column)} FROM {quote(table.name)} {limit}"
+        rows = self.executor.fetch(sql)
         if len(rows) > MAX_PUBLIC_TABLE_KEYS:
             raise TooManyKeys
         return tuple(

@@ -397,7 +397,8 @@ def explain(
         notes.append(elastic_note(plan.elastic))
     notes.extend(
         f"{k.name}'s {len(k.keys or ()):,} keys are the values of the public table {k.from_table}"
-        ", read before planning: every row joined to it holds one"
+        " (its rows that pass the query's conditions on it alone), read before planning: every"
+        " row joined to it holds one"
         for k in query.group_by
         if k.from_table is not None
     )

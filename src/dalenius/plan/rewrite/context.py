@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from dalenius.plan.derive import GroupKeys
+from dalenius.plan.expr import Expr
 from dalenius.plan.functions import Bounds
-from dalenius.plan.nodes import MeasuredQuery, Query
+from dalenius.plan.nodes import MeasuredQuery, Query, Scan
 
 
 @dataclass(frozen=True)
@@ -33,14 +34,15 @@ class Context:
         bigquery: set for a ``SELECT WITH DIFFERENTIAL_PRIVACY`` query (BigQuery semantics).
         multiplicity: reads, from a public table (by catalog name), the most rows sharing one
             value of a column (by its catalog name); set where public tables may be read.
-        public_keys: reads the distinct values of a public table's column (by catalog names),
-            or ``None`` when the table is not public, the column's type cannot be a key, or it
-            holds more values than a key list may; set where public tables may be read.
+        public_keys: reads the distinct values of a public table's column (the table's scan,
+            the column's catalog name) among the rows that pass the given conditions (plan
+            expressions over the scan's fields), or ``None`` when the table is not public or the
+            column's type cannot be a key; set where public tables may be read.
     """
 
     bigquery: BigQueryOptions | None = None
     multiplicity: Callable[[str, str], int] | None = None
-    public_keys: Callable[[str, str], GroupKeys | None] | None = None
+    public_keys: Callable[[Scan, str, tuple[Expr, ...]], GroupKeys | None] | None = None
 
 
 Plan = TypeVar("Plan", Query, MeasuredQuery)
