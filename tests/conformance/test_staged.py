@@ -40,3 +40,33 @@ def test_a_staged_query_runs_on_every_engine_and_agrees_with_duckdb(
     result = session.query(STAGED, epsilon=50)
     assert result.loss == PureDP(Fraction(50))
     assert any(n.startswith("The subquery (SELECT AVG(amount) FROM orders)") for n in result.notes)
+
+
+CORRELATED = (
+    "SELECT COUNT(*) AS n FROM orders JOIN supplier ON suppkey = s_suppkey "
+    "WHERE s_suppkey < 9 AND amount < (SELECT AVG(amount) FROM orders o2 "
+    "WHERE o2.suppkey = s_suppkey)"
+)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", *OTHER_ENGINES])
+def test_a_correlated_subquery_runs_on_every_engine_and_agrees_with_duckdb(
+    engine: str, sessions_on: Callable[[str], dict[str, Session]]
+) -> None:
+    """The per-supplier query gives the same exact cells on every engine, and the outer query
+    with a CASE of values per supplier (integer keys, negative and tiny values, NULL) too."""
+    session, reference = sessions_on(engine)["shop"], sessions_on("duckdb")["shop"]
+    staged = session._staged(CORRELATED, 1, None, None)
+    assert isinstance(staged, StagedRelease)
+    (stage,) = staged.stages
+    assert stage.correlation is not None
+    same_exact_units(reference, session, stage.correlation.stage_sql)
+    values = ["12.5", "-3", "1e-05", "NULL", "64.25", "100", "0", "20.0"]
+    case = stage.correlation.case([(str(k), v) for k, v in zip(range(1, 9), values, strict=True)])
+    assert staged.replan([case]).plan.loss == staged.outer.loss
+    subquery = CORRELATED[CORRELATED.index("(SELECT") :]
+    same_exact_units(reference, session, CORRELATED.replace(subquery, f"({case})"))
+    session.ledger.set_budget(session.analyst, session.dataset, PureDP(Fraction(100)))
+    result = session.query(CORRELATED, epsilon=50)
+    assert result.loss == PureDP(Fraction(50))
+    assert any("per value of s_suppkey: 8 values" in n for n in result.notes)

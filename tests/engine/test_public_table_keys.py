@@ -62,7 +62,9 @@ def test_the_keys_are_the_values_of_the_public_rows_that_pass_the_conditions_on_
 ) -> None:
     """A WHERE conjunct on the public table alone narrows its values to the rows it keeps; one
     that also reads the private table does not (its rows may pass it whatever the supplier)."""
-    narrowed = BY_KEY.replace(" GROUP BY", " WHERE s_suppkey IN (2, 4, 5) AND s_name <> 'd' GROUP BY")
+    narrowed = BY_KEY.replace(
+        " GROUP BY", " WHERE s_suppkey IN (2, 4, 5) AND s_name <> 'd' GROUP BY"
+    )
     result = session.query(narrowed, epsilon=1)
     assert [row[0] for row in result.rows] == [2]  # 4 is 'd'; 5's name is NULL: <> is not true
     assert "s_suppkey's 1 keys are the values of the public table supplier" in str(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from fractions import Fraction
@@ -53,6 +53,8 @@ from dalenius.engine.query_release import QueryRelease
 from dalenius.plan.explain import Explanation, MeasurementCost, explain
 from dalenius.plan.nodes import DPQuery
 from dalenius.plan.protocol import Fetch, Measure, Measured
+from dalenius.sql import validate
+from dalenius.sql.correlated import MAX_CORRELATED_KEYS, Correlation, correlation
 from dalenius.sql.scalar_subqueries import (
     ALLOWED_CLAUSES,
     Subquery,
@@ -81,6 +83,24 @@ class Stage:
     release: QueryRelease
     stand_in: str
     """The constant the outer query was planned with in its place (see ``SENTINEL``)."""
+    correlation: Correlation | None = None
+    """How the subquery refers to the outer query, if it does: it is then released per value of
+    the outer column, and written in as a ``CASE`` over that column."""
+
+    def stand_in_text(self) -> str:
+        """What stands in the subquery's place to plan the outer query as it will run: the
+        stand-in constant, or for a correlated subquery a branch per key with the stand-in.
+        """
+        if self.correlation is None:
+            return self.stand_in
+        branches = [(_literal(k), self.stand_in) for k in _keys(self.release.prepared)]
+        return self.correlation.case(branches)
+
+    def written(self, answer: Answer) -> str:
+        """What the outer query holds in the subquery's place, from its released ``answer``."""
+        if self.correlation is None:
+            return constant(answer)
+        return self.correlation.case([(_literal(r[0]), _number(r[1])) for r in answer.rows])
 
 
 @dataclass(frozen=True)
@@ -176,7 +196,7 @@ class StagedRelease:
         def measure(fetch: Fetch) -> Measured[StagedNoisy]:
             noisy = tuple(step(fetch).value for step in first)
             constants = tuple(
-                constant(s.release.publish(n, VALUE_CONFIDENCE))
+                s.written(s.release.publish(n, VALUE_CONFIDENCE))
                 for s, n in zip(self.stages, noisy, strict=True)
             )
             outer = QueryRelease(self._outer_with(constants), self.sql)
@@ -185,6 +205,27 @@ class StagedRelease:
             return Measured(json.dumps(value.to_json(), sort_keys=True, default=str), value)
 
         return measure
+
+    def check_written(self, constants: Sequence[str]) -> None:
+        """Plan the outer query with ``constants`` written in, before any data is read: a
+        refusal then is free, and the shape it must keep is checked (:meth:`_outer_with`).
+
+        Raises:
+            QueryError: the outer query cannot be planned with them (located in the analyst's
+                text at the first subquery).
+        """
+        try:
+            self._outer_with(constants)
+        except QueryError as exc:
+            first = self.stages[0].subquery
+            raise QueryError(
+                f"the query cannot be planned with its subqueries' values written in: {exc.bare}",
+                clause=first.clause,
+                sql=self.sql,
+                span=span_at(self.sql, first.start, self.sql[first.start : first.end + 1]),
+                why=exc.why,
+                fix=exc.fix,
+            ) from None
 
     def _outer_with(self, constants: Sequence[str]) -> Prepared:
         """The outer query with ``constants`` written in; the same loss, measurements and number
@@ -249,7 +290,11 @@ def constant(answer: Answer) -> str:
     """
     if not answer.rows:
         return "NULL"
-    value = answer.rows[0][0]
+    return _number(answer.rows[0][0])
+
+
+def _number(value: object) -> str:
+    """A released value as a SQL constant (``NULL`` when missing or not a finite number)."""
     if value is None or isinstance(value, bool):
         return "NULL" if value is None else ("TRUE" if value else "FALSE")
     if isinstance(value, int):
@@ -260,8 +305,31 @@ def constant(answer: Answer) -> str:
     raise InternalError(f"a subquery's released value has an unexpected type {type(value)}")
 
 
+def _literal(key: object) -> str:
+    """A public key as a SQL literal (a ``CASE`` branch of a correlated subquery's values)."""
+    if isinstance(key, str):
+        return "'" + key.replace("'", "''") + "'"
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(key)
+    raise InternalError(f"a correlated subquery's key has an unexpected type {type(key)}")
+
+
 def _note(stage: Stage, answer: Answer, confidence: float) -> str:
     """What a published answer says about one subquery released first."""
+    link = stage.correlation
+    if link is not None:
+        numbers = [float(r[1]) for r in answer.rows if isinstance(r[1], int | float | Decimal)]
+        spread = (
+            f", from {_outward(min(numbers), up=False)} to {_outward(max(numbers), up=True)}"
+            if numbers
+            else ""
+        )
+        return (
+            f"The subquery ({stage.subquery.text}) was released first, per value of "
+            f"{link.column}: {len(answer.rows):,} values of the public table {link.table} (its "
+            f"rows that pass the query's conditions on it), spending {stage.release.loss}"
+            f"{spread}. The query used each as the value for its rows' {link.column}."
+        )
     shown = constant(answer)
     low = answer.lows[0][0] if answer.rows and answer.lows else None
     high = answer.highs[0][0] if answer.rows and answer.highs else None
@@ -340,7 +408,9 @@ def build(
             fix="release the subquery with its own query and write its value as a constant.",
         )
     try:
-        values, probes = _probe(session, sql, subqueries, choose=choose, provisional=provisional)
+        values, probes, links = _probe(
+            session, sql, subqueries, choose=choose, provisional=provisional
+        )
     except QueryError:
         if _public_whole(session, sql):  # run as written, correlated subqueries and all
             return sql
@@ -348,7 +418,7 @@ def build(
     if not probes:
         return outer_text(sql, subqueries, [v or "NULL" for v in values])
     stand_ins = [
-        v if v is not None else placeholder(n, output_kinds(probes[n].plan)[0])
+        v if v is not None else placeholder(n, output_kinds(probes[n].plan)[1 if n in links else 0])
         for n, v in enumerate(values)
     ]
     outer_sql = outer_text(sql, subqueries, stand_ins, pad=True)
@@ -358,17 +428,22 @@ def build(
     total = sum(counts.values()) + len(probe.plan.measurements)
     outer_share = Fraction(len(probe.plan.measurements), total)
 
+    # A correlated subquery is written in as a CASE with a branch per key: its text grows
+    # with the keys (read from public tables, counted before any private row is read).
+    room = _room({n: probes[n] for n in links})
+
     def replan(constants: Sequence[str]) -> Prepared:
         written = iter(constants)
         filled = [v if v is not None else next(written) for v in values]
-        return session.prepare(
-            outer_text(sql, subqueries, filled),
-            epsilon,
-            delta,
-            choose=choose,
-            provisional=provisional,
-            _share=outer_share,
-        )
+        with validate.written_in(*room):
+            return session.prepare(
+                outer_text(sql, subqueries, filled),
+                epsilon,
+                delta,
+                choose=choose,
+                provisional=provisional,
+                _share=outer_share,
+            )
 
     asked = probe.epsilon or Fraction(0)  # prepare refuses a query without ε
     stages = tuple(
@@ -376,7 +451,7 @@ def build(
             subqueries[n],
             QueryRelease(
                 session.prepare(
-                    subqueries[n].sql,
+                    links[n].stage_sql if n in links else subqueries[n].sql,
                     asked * Fraction(count, total),
                     None,
                     choose=choose,
@@ -385,17 +460,43 @@ def build(
                 subqueries[n].text,
             ),
             stand_ins[n],
+            links.get(n),
         )
         for n, count in counts.items()
     )
     outer = session.prepare(
         outer_sql, epsilon, delta, choose=choose, provisional=provisional, _share=outer_share
     )
+    staged = StagedRelease(stages, QueryRelease(outer, sql), sql, replan)
+    if links:
+        # Planned now with every key's branch (stand-in values), so that the outer query with
+        # the released values cannot be refused behind the data gate for its size or shape.
+        staged.check_written([s.stand_in_text() for s in stages])
     # Written now, before anything is reserved: SQL that cannot be written is a free refusal
     # (the outer query is written again with its values, after the gate, the same way).
     for prepared in (outer, *(stage.release.prepared for stage in stages)):
         prepared.exact  # noqa: B018 (cached on the object)
-    return StagedRelease(stages, QueryRelease(outer, sql), sql, replan)
+    return staged
+
+
+def _keys(prepared: Prepared) -> list[Any]:
+    """The public keys a correlated subquery is released for (its one group key's list)."""
+    (key,) = prepared.plan.query.group_by
+    return [k for k in key.keys or () if k is not None]
+
+
+def _room(probes: Mapping[int, Prepared]) -> tuple[int, int]:
+    """The characters and tokens the ``CASE`` of each correlated subquery may take, from its
+    keys: ``WHEN key THEN value`` per key, a value at most 24 characters and 2 tokens (a
+    negative number's sign is one).
+    """
+    chars = tokens = 0
+    for probe in probes.values():
+        for k in _keys(probe):
+            chars += len(f" WHEN {_literal(k)} THEN ") + 24
+            tokens += 5
+        chars, tokens = chars + 32, tokens + 8
+    return chars, tokens
 
 
 def _check_clauses(sql: str, subqueries: Sequence[Subquery]) -> None:
@@ -477,26 +578,39 @@ def _probe(
     *,
     choose: bool,
     provisional: bool,
-) -> tuple[list[str | None], dict[int, Prepared]]:
+) -> tuple[list[str | None], dict[int, Prepared], dict[int, Correlation]]:
     """Plan each subquery on its own (at ε = 1, to count its measurements): the exact value of
-    each over public tables alone, ``None`` for the others, and the others' plans by position.
+    each over public tables alone, ``None`` for the others, the others' plans by position, and
+    how each correlated one refers to the outer query (it is then planned per outer value).
     """
     values: list[str | None] = []
     probes: dict[int, Prepared] = {}
+    links: dict[int, Correlation] = {}
     for n, sub in enumerate(subqueries):
+        link = correlation(sql, sub, outer_text(sql, [sub], ["0"]), session.catalog)
         try:
             probe = session.prepare(
-                sub.sql, Fraction(1), None, choose=choose, provisional=provisional
+                link.stage_sql if link else sub.sql,
+                Fraction(1),
+                None,
+                choose=choose,
+                provisional=provisional,
             )
         except PublicQuery as public:
+            if link:
+                raise _public_correlated(sub, sql, link) from None
             values.append(_public_value(session, sub, sql, public))
             continue
         except QueryError as exc:
-            raise _in_subquery(exc, sql) from None
-        _check_one_value(probe, sub, sql)
+            raise (_per_key_error(exc, sub, sql) if link else _in_subquery(exc, sql)) from None
+        if link:
+            _check_per_key(probe, sub, sql, link)
+            links[n] = link
+        else:
+            _check_one_value(probe, sub, sql)
         probes[n] = probe
         values.append(None)
-    return values, probes
+    return values, probes, links
 
 
 def _public_whole(session: Session, sql: str) -> bool:
@@ -523,6 +637,83 @@ def _public_value(session: Session, sub: Subquery, sql: str, public: PublicQuery
     return constant(Answer(("v",), ((cell,),) if rows else (), (), (), ("exact",)))
 
 
+def _at_subquery(sub: Subquery, sql: str, what: str, why: str, fix: str | None) -> QueryError:
+    """A refusal of a correlated subquery, pointing at the whole subquery in ``sql``."""
+    return QueryError(
+        what,
+        clause=sub.clause,
+        sql=sql,
+        span=span_at(sql, sub.start, sql[sub.start : sub.end + 1]),
+        why=why,
+        fix=fix,
+    )
+
+
+def _public_correlated(sub: Subquery, sql: str, link: Correlation) -> QueryError:
+    """The refusal of a correlated subquery that reads public tables alone."""
+    return _at_subquery(
+        sub,
+        sql,
+        f"the subquery reads public tables alone and is correlated with {link.column}.",
+        "a correlated subquery is released per value of the outer column; over public tables "
+        "alone there is nothing to release, and its exact values are not written into a query "
+        "over private rows.",
+        f"join what it reads to the outer query's {link.table} instead, or ask it over the "
+        "public tables in a query of its own (answered exactly, free).",
+    )
+
+
+def _check_per_key(probe: Prepared, sub: Subquery, sql: str, link: Correlation) -> None:
+    """Refuse a correlated subquery whose per-key query would not release one value for each
+    value of the outer column, from its public list.
+    """
+    query = probe.plan.query
+    if len(query.outputs) != 2:  # the key and the value
+        raise _not_one_value(sub, sql, f"{len(query.outputs) - 1} columns")
+    (key,) = query.group_by
+    narrow = (
+        f"narrow the outer query's conditions on {link.table} (its WHERE, on that table's "
+        "columns alone)."
+    )
+    if key.keys is None or probe.plan.selection is not None:
+        raise _at_subquery(
+            sub,
+            sql,
+            f"the subquery is correlated with {link.column}, and the public table {link.table} "
+            "holds too many of its values to answer each.",
+            "a correlated subquery is released once per value of the outer column, every value "
+            "answered; the values are those of the table's rows that pass the outer query's "
+            "conditions on it alone.",
+            narrow,
+        )
+    count = len([k for k in key.keys if k is not None])
+    if count > MAX_CORRELATED_KEYS:
+        raise _at_subquery(
+            sub,
+            sql,
+            f"the subquery is correlated with {link.column}, which takes {count:,} values in "
+            f"{link.table} under the outer query's conditions; at most "
+            f"{MAX_CORRELATED_KEYS:,} are answered.",
+            "each value is released and then written into the outer query as a branch of a CASE.",
+            narrow,
+        )
+
+
+def _per_key_error(exc: QueryError, sub: Subquery, sql: str) -> QueryError:
+    """``exc``, raised while planning a correlated subquery per outer value, located at it."""
+    return _relabelled(
+        exc,
+        f"the correlated subquery cannot be released per value of the outer column: {exc.bare}",
+        clause=sub.clause,
+        sql=sql,
+        span=span_at(sql, sub.start, sql[sub.start : sub.end + 1]),
+        why=exc.why
+        or "a correlated subquery is asked as one query grouped by the outer column, joined to "
+        "its public table.",
+        fix=exc.fix,
+    )
+
+
 def _check_one_value(probe: Prepared, sub: Subquery, sql: str) -> None:
     """Refuse a private subquery that would release more than one value."""
     query = probe.plan.query
@@ -544,22 +735,38 @@ def _not_one_value(sub: Subquery, sql: str, got: str) -> QueryError:
 
 def _in_subquery(exc: QueryError, sql: str) -> QueryError:
     """``exc``, raised while planning a subquery on its own, said of the analyst's whole text."""
-    out = type(exc).__new__(type(exc))
-    QueryError.__init__(
-        out,
+    return _relabelled(
+        exc,
         f"the subquery used as a value cannot be released on its own: {exc.bare}",
-        clause=exc.clause,
         sql=sql,
         span=exc.span,
         why=exc.why
-        or "a subquery used as a value is released first, by itself, so it cannot refer to "
-        "the outer query's rows.",
+        or "a subquery used as a value is released first, by itself (or, correlated, per value "
+        "of a public table's column), so it cannot refer to the outer query's rows.",
         fix=(
-            "refer only to the subquery's own FROM: a subquery correlated with the outer query "
-            "is not supported (ask per group with GROUP BY in a query of its own instead)."
+            "check the name against the subquery's own FROM; a subquery may refer to the outer "
+            "query only by equating one of its columns with a column of a public table of the "
+            "outer query (WHERE t.k = outer_table.k)."
         )
         if exc.bare.startswith("unknown")
         else exc.fix,
+    )
+
+
+def _relabelled(
+    exc: QueryError,
+    what: str,
+    *,
+    sql: str,
+    span: Any,
+    why: str | None,
+    fix: str | None,
+    clause: str | None = None,
+) -> QueryError:
+    """A refusal of ``exc``'s kind (a privacy refusal stays one) with a new message and place."""
+    out = type(exc).__new__(type(exc))
+    QueryError.__init__(
+        out, what, clause=clause or exc.clause, sql=sql, span=span, why=why, fix=fix
     )
     return out
 
@@ -582,9 +789,16 @@ def explain_staged(staged: StagedRelease, confidence: float) -> Explanation:
             replace(m, name=f"{n}.{m.name}", label=f"subquery {n}: {m.label}")
             for m in inner.measurements
         ]
+        link = stage.correlation
         notes.append(
             f"subquery {n}, ({stage.subquery.text}), is released first, spending "
             f"{stage.release.loss}; its released value is then a constant of the query."
+            if link is None
+            else f"subquery {n}, ({stage.subquery.text}), is released first per value of "
+            f"{link.column} (the {len(_keys(prepared)):,} values of the public table "
+            f"{link.table} that pass the query's conditions on it), spending "
+            f"{stage.release.loss}; the query then reads CASE {link.column} WHEN <key> THEN "
+            "<released value> ... END in its place."
         )
         sql.append(f"-- subquery {n}, released first:\n{inner.exact_sql}")
     sql.append(f"-- then the query:\n{named(shown.exact_sql)}")

@@ -24,7 +24,9 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 from sqlglot import exp
@@ -39,6 +41,26 @@ MAX_SQL_CHARS = 100_000
 
 MAX_TOKENS = 10_000
 """Most tokens (words, numbers, operators) in one query."""
+
+_WRITTEN: ContextVar[tuple[int, int]] = ContextVar("written_in", default=(0, 0))
+"""Characters and tokens the engine itself wrote into the text being checked (see
+:func:`written_in`), allowed beyond :data:`MAX_SQL_CHARS` and :data:`MAX_TOKENS`."""
+
+
+@contextmanager
+def written_in(chars: int, tokens: int) -> Iterator[None]:
+    """Allow ``chars`` more characters and ``tokens`` more tokens in the texts checked inside.
+
+    The limits bound what an analyst may send; a text the engine writes from public values
+    (a correlated subquery's released values, one ``CASE`` branch per key of a public table)
+    grows with those values, and its size is bounded where it is written.
+    """
+    token = _WRITTEN.set((chars, tokens))
+    try:
+        yield
+    finally:
+        _WRITTEN.reset(token)
+
 
 MAX_NESTING = 24
 """Deepest nesting of brackets and CASE ... END (sqlglot's recursive parser needs ~25 frames each)."""
@@ -258,7 +280,7 @@ def tokenize(sql: str, dialect: str = "duckdb") -> list[Token]:
     Raises:
         QueryError: text over :data:`MAX_SQL_CHARS`, an unterminated comment or string (located).
     """
-    if len(sql) > MAX_SQL_CHARS:
+    if len(sql) > MAX_SQL_CHARS + _WRITTEN.get()[0]:
         raise QueryError(
             f"the query is {len(sql):,} characters long; at most {MAX_SQL_CHARS:,} are accepted.",
             clause="statement",
@@ -282,7 +304,7 @@ def tokenize(sql: str, dialect: str = "duckdb") -> list[Token]:
 def check_text(sql: str, dialect: str = "duckdb") -> list[Token]:
     """Refuse text too big or too deeply nested to parse safely, or holding several statements."""
     tokens = tokenize(sql, dialect)
-    if len(tokens) > MAX_TOKENS:
+    if len(tokens) > MAX_TOKENS + _WRITTEN.get()[1]:
         raise QueryError(
             f"the query has {len(tokens):,} tokens; at most {MAX_TOKENS:,} are accepted.",
             clause="statement",
