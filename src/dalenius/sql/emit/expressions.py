@@ -594,12 +594,10 @@ class Compiler:
                 call: exp.Expr = _FUNCS[name](this=sub(args[0]))
                 return call
             case Case(whens=whens, default=default):
-                case = exp.Case()
-                for cond, value in whens:
-                    case = case.when(sub(cond), sub(value))
-                if default is not None:
-                    case = case.else_(sub(default))
-                return case
+                # Built at once: Case.when copies the whole CASE per branch (quadratic in the
+                # branches, and a correlated subquery's values are a branch per key).
+                ifs = [exp.If(this=sub(cond), true=sub(value)) for cond, value in whens]
+                return exp.Case(ifs=ifs, default=None if default is None else sub(default))
         raise AssertionError(f"unknown expression node {expr!r}")
 
     def _is_int(self, expr: Expr) -> bool:
