@@ -5,6 +5,7 @@ every value is answered, empty ones included, with no private selection and no Î
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,34 @@ def test_a_kept_input_counted_per_unit_answers_as_the_bounded_rows_do(
             rows = statements.exact_queries(plan, dialect, salt=salt).main
         ours, reference = session.executor.fetch(counted), session.executor.fetch(rows)
         assert sorted(map(repr, ours)) == sorted(map(repr, reference)), (sql, salt)
+
+
+def test_a_public_table_is_read_again_only_when_its_data_change(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The join's multiplicity and the keys read from ``supplier`` while planning are kept per
+    data version: planning the query again reads nothing, a new version of the file reads the
+    table again (and its new values are the keys)."""
+    reads: list[str] = []
+    fetch = session.executor.fetch
+
+    def counted(sql: str) -> list[tuple[object, ...]]:
+        if '"supplier"' in sql and "__" not in sql:  # a read made while planning
+            reads.append(sql)
+        return fetch(sql)
+
+    monkeypatch.setattr(session.executor, "fetch", counted)
+    session_module.PLANS.clear()
+    session.prepare(BY_KEY, 1)
+    assert len(reads) == 2  # the multiplicity and the keys
+    session.prepare(BY_KEY, 1)
+    session.prepare(BY_KEY, 2)
+    assert len(reads) == 2
+    folder = Path(session.catalog.table("supplier").source.location).parent  # type: ignore[union-attr]
+    grown = pd.DataFrame(
+        {"s_suppkey": [*SUPPLIERS["s_suppkey"], 6], "s_name": [*SUPPLIERS["s_name"], "f"]}
+    )
+    grown.to_csv(folder / "shop_supplier.csv", index=False)
+    os.utime(folder / "shop_supplier.csv", (1, 1))  # a new modification time whatever the clock
+    fresh = dalenius.connect(session.catalog, ledger="memory:", budget=1)
+    assert fresh.prepare(BY_KEY, 1).plan.group_by[0].keys == (1, 2, 3, 4, 5, 6)
