@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.conformance.datasets import write_shop
 from tests.server.pgwire_helpers import Wire, running_wire
 
 from dalenius.core.loss import PureDP
@@ -63,3 +64,41 @@ def test_the_wire_answers_it_with_a_notice(wire: Wire) -> None:
         assert len(described) == 2
     assert any("was released first" in n for n in notices)
     assert wire.remaining() == PureDP(Fraction(1, 2))
+
+
+CORRELATED = (
+    "SELECT COUNT(*) AS n FROM orders JOIN supplier ON suppkey = s_suppkey WHERE s_suppkey < 9 "
+    "AND amount < (SELECT AVG(amount) FROM orders o2 WHERE o2.suppkey = s_suppkey)"
+)
+
+
+def test_a_correlated_subquery_over_the_wire_and_http(tmp_path: Path) -> None:
+    """Released per supplier, then the count: a NOTICE on the wire, a note over HTTP, one charge
+    per request; a statement described before it runs (extended protocol) has the count's
+    shape."""
+    write_shop(tmp_path)
+    catalog = tmp_path / "census.toml"
+    catalog.write_text((tmp_path / "shop.toml").read_text().replace('"shop"', '"census"'))
+    notices: list[str] = []
+    with running_wire(catalog) as wire:
+        with psycopg.connect(**wire.dsn(), autocommit=True) as conn:
+            conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+            conn.execute("SET dalenius.epsilon = 0.25")
+            (row,) = conn.execute(CORRELATED).fetchall()
+            assert isinstance(row[0], int)
+            described = conn.execute(
+                CORRELATED.replace("s_suppkey < 9", "s_suppkey < %s"), (9,), prepare=True
+            ).fetchall()
+            assert len(described) == 1
+        assert any("per value of s_suppkey: 8 values" in n for n in notices)
+        # The described statement, bound, is the first one again: answered from the ledger.
+        assert wire.remaining() == PureDP(Fraction(3, 4))
+        site = wire.site
+        answer = site.client.post(
+            "/v1/datasets/census/query",
+            json={"sql": CORRELATED, "epsilon": 0.3},
+            headers=site.as_(site.analyst),
+        )
+        assert answer.status_code == 200, answer.text
+        assert any("per value of s_suppkey" in n for n in answer.json()["notes"])
+        assert wire.remaining() == PureDP(Fraction(3, 4) - Fraction(3, 10))
