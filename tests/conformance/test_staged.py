@@ -70,3 +70,26 @@ def test_a_correlated_subquery_runs_on_every_engine_and_agrees_with_duckdb(
     result = session.query(CORRELATED, epsilon=50)
     assert result.loss == PureDP(Fraction(50))
     assert any("per value of s_suppkey: 8 values" in n for n in result.notes)
+
+
+LOOKUP = (
+    "SELECT COUNT(*), SUM(amount) FROM orders WHERE amount < CASE suppkey WHEN 1 THEN 10 "
+    "WHEN 1 THEN 500 WHEN 2 THEN 64.25 WHEN 3 THEN -1 WHEN 4 THEN NULL WHEN 6 THEN 1e300 "
+    "WHEN 7 THEN 20.5 WHEN 8 THEN 100 WHEN 12 THEN 50 END"
+)
+"""A CASE Spark writes as a map lookup: a repeated key (the first branch wins), a NULL and a huge
+value, keys no row holds (12) and rows whose key has no branch (5, 9, 10, 11)."""
+
+
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
+def test_a_long_case_of_constants_answers_alike_as_a_map_lookup(
+    engine: str, sessions_on: Callable[[str], dict[str, Session]]
+) -> None:
+    session, reference = sessions_on(engine)["shop"], sessions_on("duckdb")["shop"]
+    exact = session.prepare(LOOKUP, 1).exact.main
+    assert ("TRY_ELEMENT_AT(MAP(" in exact) is (engine == "spark")
+    same_exact_units(reference, session, LOOKUP)
+    # One branch fewer than the lookup needs (7): a CASE on every engine.
+    shorter = LOOKUP.replace("WHEN 8 THEN 100 WHEN 12 THEN 50 ", "")
+    assert "TRY_ELEMENT_AT" not in session.prepare(shorter, 1).exact.main
+    same_exact_units(reference, session, shorter)
