@@ -46,10 +46,16 @@ def shop(tmp_path: Path) -> Path:
         }
     )
     orders.to_csv(tmp_path / "shop_orders.csv", index=False)
-    suppliers = pd.DataFrame({"s_suppkey": range(1, 8), "s_name": [f"s{k}" for k in range(1, 8)]})
+    suppliers = pd.DataFrame(
+        {
+            "s_suppkey": range(1, 8),
+            "s_name": [f"s{k}" for k in range(1, 8)],
+            "s_group": [1, 1, 1, 1, 2, 2, 3],  # not unique: no correlation on it
+        }
+    )
     suppliers.to_csv(tmp_path / "shop_supplier.csv", index=False)
     path = tmp_path / "shop.toml"
-    path.write_text(SHOP_TOML.format(folder=tmp_path, max_rows=6))
+    path.write_text(SHOP_TOML.format(folder=tmp_path, max_rows=6) + 's_group = { type = "int" }\n')
     return path
 
 
@@ -131,6 +137,11 @@ REFUSED = [
         "SELECT s_name, COUNT(*) - (SELECT COUNT(*) FROM orders o2 WHERE o2.suppkey = s_suppkey) "
         "FROM orders JOIN supplier ON suppkey = s_suppkey GROUP BY s_name",
         "is answered in WHERE, not in SELECT",
+    ),
+    (
+        "SELECT COUNT(*) FROM orders JOIN supplier ON suppkey = s_suppkey WHERE amount < "
+        "(SELECT SUM(amount) FROM orders o2 WHERE o2.pid = s_group)",
+        "correlated with s_group, which is not unique in supplier (up to 4 rows share a value)",
     ),
     (
         "SELECT COUNT(*) FROM orders JOIN supplier sp ON suppkey = s_suppkey WHERE amount < "

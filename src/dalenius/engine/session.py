@@ -1493,10 +1493,16 @@ class Session:
             for r in rows
         )
 
-    def _multiplicity(self, table_name: str, column: str) -> int:
+    def rows_per_value(self, table_name: str, column: str) -> int:
+        """The most rows of the public table ``table_name`` that share one non-NULL value of
+        ``column`` (0 for an empty table): read from the public table, kept per data version.
+
+        Raises:
+            InternalError: the table is not public (before the data gate only public tables
+                may reach the engine).
+        """
         table = self.catalog.table(table_name)
         if table is None or not table.public:
-            # Before the data gate only public tables may reach the engine.
             raise InternalError(
                 f"the join multiplicity of {table_name!r} would read a private table"
             )
@@ -1506,7 +1512,12 @@ class Session:
             table,
             f"SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM {name} WHERE {col} IS NOT NULL GROUP BY {col}) AS m",
         )
-        value = rows[0][0] if rows and rows[0][0] is not None else 0
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+    def _multiplicity(self, table_name: str, column: str) -> int:
+        value = self.rows_per_value(table_name, column)
+        table = self.catalog.table(table_name)
+        assert table is not None  # rows_per_value read it
         if value > MAX_JOIN_MULTIPLICITY:
             raise PrivacyRefusal(
                 f"up to {value} rows of the public table {table.name!r} share one {column} value.",

@@ -601,6 +601,8 @@ def _probe(
     links: dict[int, Correlation] = {}
     for n, sub in enumerate(subqueries):
         link = correlation(sql, sub, outer_text(sql, [sub], ["0"]), session.catalog)
+        if link:
+            _check_unique(session, sub, sql, link)
         try:
             probe = session.prepare(
                 link.stage_sql if link else sub.sql,
@@ -709,6 +711,26 @@ def _check_per_key(probe: Prepared, sub: Subquery, sql: str, link: Correlation) 
             f"{MAX_CORRELATED_KEYS:,} are answered.",
             "each value is released and then written into the outer query as a branch of a CASE.",
             narrow,
+        )
+
+
+def _check_unique(session: Session, sub: Subquery, sql: str, link: Correlation) -> None:
+    """Refuse a correlation on a column that is not unique in its public table: the per-key
+    query joins the table on it, and a value held by several rows would count the subquery's
+    rows once per row (a SUM or COUNT multiplied), not the subquery's answer. Read from the
+    public table, before any private row.
+    """
+    most = session.rows_per_value(link.table, link.key)
+    if most > 1:
+        raise _at_subquery(
+            sub,
+            sql,
+            f"the subquery is correlated with {link.column}, which is not unique in "
+            f"{link.table} (up to {most:,} rows share a value).",
+            "the subquery is asked per value joined to the outer query's table, so each of its "
+            "rows would count once per row of the table holding that value.",
+            f"correlate it with a key of {link.table} (a column whose values are unique), or ask "
+            "per group with GROUP BY in a query of its own.",
         )
 
 
