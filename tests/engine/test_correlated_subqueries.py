@@ -186,3 +186,21 @@ def test_the_text_limits_grow_with_the_values_written_in(
     assert result.rows[0][0] == _exact(shop, QUERY)
     with validate.written_in(10, 1), pytest.raises(QueryError, match="tokens"):
         validate.check_text(QUERY + " AND 1 = 1")
+
+
+def test_a_text_key_and_a_null_key_are_answered(shop: Path) -> None:
+    """Correlated on supplier names (unique; supplier 6's is NULL): the NULL key matches no row,
+    as in SQL, and has no branch; the text keys are quoted in the CASE."""
+    suppliers = pd.read_csv(shop.parent / "shop_supplier.csv")
+    suppliers.loc[suppliers.s_suppkey == 6, "s_name"] = None
+    suppliers.to_csv(shop.parent / "shop_supplier.csv", index=False)
+    session = dalenius.connect(shop, ledger="memory:", budget=1000)
+    sql = (
+        "SELECT COUNT(*) FROM orders JOIN supplier s ON suppkey = s.s_suppkey WHERE amount < "
+        "(SELECT AVG(amount) FROM orders o2 JOIN supplier s2 ON o2.suppkey = s2.s_suppkey "
+        "WHERE s2.s_name = s.s_name)"
+    )
+    result = session.query(sql, epsilon=1000)
+    assert result.rows[0][0] == _exact(shop, sql) > 0
+    (note,) = [n for n in result.notes if n.startswith("The subquery")]
+    assert "per value of s.s_name: 6 values of the public table supplier" in note

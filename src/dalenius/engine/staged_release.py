@@ -30,6 +30,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import date
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from fractions import Fraction
 from functools import cached_property
@@ -100,7 +101,10 @@ class Stage:
         """What the outer query holds in the subquery's place, from its released ``answer``."""
         if self.correlation is None:
             return constant(answer)
-        return self.correlation.case([(_literal(r[0]), _number(r[1])) for r in answer.rows])
+        # A NULL key matches no row (a CASE never matches NULL): it has no branch.
+        return self.correlation.case(
+            [(_literal(r[0]), _number(r[1])) for r in answer.rows if r[0] is not None]
+        )
 
 
 @dataclass(frozen=True)
@@ -315,6 +319,10 @@ def _number(value: object) -> str:
     if isinstance(value, float | Decimal):
         number = float(value)
         return repr(number) if math.isfinite(number) else "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
     raise InternalError(f"a subquery's released value has an unexpected type {type(value)}")
 
 
@@ -331,7 +339,8 @@ def _note(stage: Stage, answer: Answer, confidence: float) -> str:
     """What a published answer says about one subquery released first."""
     link = stage.correlation
     if link is not None:
-        numbers = [float(r[1]) for r in answer.rows if isinstance(r[1], int | float | Decimal)]
+        keyed = [r for r in answer.rows if r[0] is not None]
+        numbers = [float(r[1]) for r in keyed if isinstance(r[1], int | float | Decimal)]
         spread = (
             f", from {_outward(min(numbers), up=False)} to {_outward(max(numbers), up=True)}"
             if numbers
@@ -339,7 +348,7 @@ def _note(stage: Stage, answer: Answer, confidence: float) -> str:
         )
         return (
             f"The subquery ({stage.subquery.text}) was released first, per value of "
-            f"{link.column}: {len(answer.rows):,} values of the public table {link.table} (its "
+            f"{link.column}: {len(keyed):,} values of the public table {link.table} (its "
             f"rows that pass the query's conditions on it), spending {stage.release.loss}"
             f"{spread}. The query used each as the value for its rows' {link.column}."
         )
