@@ -198,3 +198,33 @@ def test_a_value_inside_parentheses_of_a_condition_is_answered(session: Session)
     sql = "SELECT COUNT(*) FROM adult WHERE (age - (SELECT AVG(age) FROM adult)) > 3"
     result = session.query(sql, epsilon=10)
     assert result.loss == PureDP(Fraction(10))
+
+
+NESTED = [
+    # In a subquery of FROM, in a WITH, and in an EXISTS on the person's own rows.
+    "SELECT COUNT(*) AS n FROM (SELECT * FROM adult WHERE age > (SELECT AVG(age) FROM adult)) t",
+    "WITH old AS (SELECT * FROM adult WHERE age > (SELECT AVG(age) FROM adult)) "
+    "SELECT COUNT(*) AS n FROM old",
+]
+
+
+@pytest.mark.parametrize("sql", NESTED)
+def test_a_subquery_used_as_a_value_inside_another_subquery_is_released_first(
+    session: Session, sql: str
+) -> None:
+    result = session.query(sql, epsilon=1000)
+    constant = _released_constant(result.notes)
+    exact = exact_answer(session, sql.replace("(SELECT AVG(age) FROM adult)", f"{constant!r}"))
+    assert abs(result.rows[0][0] - exact.rows[0][0]) <= 5
+    assert result.loss == PureDP(Fraction(1000))
+
+
+def test_a_correlated_subquery_inside_another_subquery_is_refused_free(session: Session) -> None:
+    sql = (
+        "SELECT COUNT(*) FROM (SELECT * FROM adult a WHERE age > "
+        "(SELECT AVG(age) FROM adult b WHERE b.sex = a.sex)) t"
+    )
+    refused = refused_free(
+        session, sql, "inside another subquery refers to rows outside it (a.sex)"
+    )
+    assert refused.span is not None and refused.span.column == sql.index("(SELECT AVG") + 1

@@ -102,3 +102,22 @@ def test_a_correlated_subquery_over_the_wire_and_http(tmp_path: Path) -> None:
         assert answer.status_code == 200, answer.text
         assert any("per value of s_suppkey" in n for n in answer.json()["notes"])
         assert wire.remaining() == PureDP(Fraction(3, 4) - Fraction(3, 10))
+
+
+def test_a_subquery_used_as_a_value_inside_exists_over_the_wire(wire: Wire) -> None:
+    """Inside an EXISTS on the person's own visits: released first, a NOTICE, charged once."""
+    notices: list[str] = []
+    sql = (
+        "SELECT sex, COUNT(*) FROM people p WHERE EXISTS (SELECT 1 FROM visits v WHERE "
+        "v.person_id = p.person_id AND v.duration_minutes > "
+        "(SELECT AVG(duration_minutes) FROM visits)) GROUP BY sex"
+    )
+    with psycopg.connect(**wire.dsn(), autocommit=True) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        conn.execute("SET dalenius.epsilon = 0.5")
+        rows = conn.execute(sql).fetchall()
+        assert [r[0] for r in rows] == ["Female", "Male"]
+    assert any(
+        "(SELECT AVG(duration_minutes) FROM visits) was released first" in n for n in notices
+    )
+    assert wire.remaining() == PureDP(Fraction(1, 2))

@@ -78,3 +78,23 @@ def test_a_subquery_inside_a_value_subquery_is_not_found_on_its_own() -> None:
     sql = "SELECT COUNT(*) FROM t WHERE x > (SELECT AVG(x) FROM t WHERE x < (SELECT MAX(x) FROM t))"
     (found,) = find(sql)
     assert found.text.endswith("(SELECT MAX(x) FROM t)")
+
+
+def test_a_subquery_used_as_a_value_inside_another_form_is_found_nested() -> None:
+    """Inside IN, EXISTS, a FROM subquery or a WITH: found, marked nested, its clause the
+    subquery's own; one in the outer query itself is not nested."""
+    sql = (
+        "WITH w AS (SELECT * FROM t WHERE x > (SELECT AVG(x) FROM t)) "
+        "SELECT COUNT(*) FROM w WHERE k IN (SELECT k FROM u WHERE y < (SELECT 2)) "
+        "AND EXISTS (SELECT 1 FROM u WHERE u.k = w.k AND (SELECT 3) < y) "
+        "AND z > (SELECT 4)"
+    )
+    found = find(sql)
+    assert [f.text for f in found] == [
+        "SELECT AVG(x) FROM t",
+        "SELECT 2",
+        "SELECT 3",
+        "SELECT 4",
+    ]
+    assert [f.nested for f in found] == [True, True, True, False]
+    assert [f.clause for f in found] == ["WHERE"] * 4

@@ -89,10 +89,22 @@ def correlation(sql: str, sub: Subquery, outer_sql: str, catalog: Catalog) -> Co
         return column.table not in names if column.table else column.name not in own
 
     outer_refs = [c for c in inner.find_all(exp.Column) if outside(c)]
-    # A name neither side holds is the planner's to refuse (an unknown column), as written.
-    if not outer_refs or not all(_in_outer(c, outer_sql, catalog) for c in outer_refs):
+    if not outer_refs:
         return None
     refuse = _Refuse(sql, sub)
+    if sub.nested:
+        raise refuse(
+            "a subquery used as a value inside another subquery refers to rows outside it "
+            f"({outer_refs[0].sql(DEFAULT_DIALECT)})",
+            "a correlated subquery is answered per value of a public table's column of the "
+            "outer query itself; inside an IN, EXISTS or FROM subquery only an uncorrelated one "
+            "is released first.",
+            "refer only to the subquery's own FROM, or move the comparison to the outer query's "
+            "WHERE.",
+        )
+    # A name neither side holds is the planner's to refuse (an unknown column), as written.
+    if not all(_in_outer(c, outer_sql, catalog) for c in outer_refs):
+        return None
     if sub.clause != "WHERE":
         raise refuse(
             f"a subquery correlated with the outer query is answered in WHERE, not in {sub.clause}",

@@ -84,6 +84,8 @@ class Subquery:
         end: the offset of its closing parenthesis.
         text: the subquery as written (without its parentheses), for notes.
         clause: the clause it stands in (``WHERE``, ``SELECT`` …).
+        nested: whether it stands inside a subquery of another form (``IN (SELECT …)``,
+            ``EXISTS``, ``FROM``) rather than in the outer query itself.
     """
 
     sql: str
@@ -91,18 +93,23 @@ class Subquery:
     end: int
     text: str
     clause: str
+    nested: bool = False
 
 
 def find(sql: str) -> list[Subquery]:
-    """The outermost subqueries of ``sql`` used as values, in the order they are written.
+    """The subqueries of ``sql`` used as values, in the order they are written: the outermost
+    ones, also inside a subquery of another form (``IN (SELECT …)``, ``EXISTS``, ``FROM``).
 
     Raises:
         QueryError: the text is too large or too deeply nested (:func:`validate.check_text`).
     """
     tokens = validate.check_text(sql)
     found: list[Subquery] = []
+    enclosing: list[int] = []  # where each subquery of another form around token i closes
     i = 0
     while i < len(tokens) - 1:
+        while enclosing and i > enclosing[-1]:
+            enclosing.pop()
         token = tokens[i]
         opens = token.token_type == TokenType.L_PAREN and tokens[i + 1].token_type in (
             TokenType.SELECT,
@@ -116,20 +123,23 @@ def find(sql: str) -> list[Subquery]:
             return found
         before = tokens[i - 1].token_type if i > 0 else None
         after = tokens[close + 1].token_type if close + 1 < len(tokens) else None
-        if before in _OPERATORS or after in _OPERATORS:
-            start, end = token.start, tokens[close].start
-            body_start, body_end = tokens[i + 1].start, tokens[close - 1].end + 1
-            found.append(
-                Subquery(
-                    sql=_blank(sql[:body_start])
-                    + sql[body_start:body_end]
-                    + _blank(sql[body_end:]),
-                    start=start,
-                    end=end,
-                    text=" ".join(sql[body_start:body_end].split()),
-                    clause=validate.clause_at(tokens, i),
-                )
+        if not (before in _OPERATORS or after in _OPERATORS):
+            # Another form (IN, EXISTS, FROM): a subquery used as a value may stand inside it.
+            enclosing.append(close)
+            i += 1
+            continue
+        start, end = token.start, tokens[close].start
+        body_start, body_end = tokens[i + 1].start, tokens[close - 1].end + 1
+        found.append(
+            Subquery(
+                sql=_blank(sql[:body_start]) + sql[body_start:body_end] + _blank(sql[body_end:]),
+                start=start,
+                end=end,
+                text=" ".join(sql[body_start:body_end].split()),
+                clause=validate.clause_at(tokens, i),
+                nested=bool(enclosing),
             )
+        )
         i = close + 1
     return found
 
