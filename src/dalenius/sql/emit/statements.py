@@ -21,6 +21,7 @@ from dalenius.plan.nodes import (
     DPQuery,
     Field,
     Filter,
+    GroupKey,
     Project,
     Relation,
     Scan,
@@ -211,9 +212,16 @@ def read_names(plan: DPQuery) -> frozenset[str]:
             stack.extend(value)
         elif isinstance(value, dict):
             stack.extend(value.items())
+        elif isinstance(value, GroupKey):
+            # Its key list holds values, not names (a public table's up to 100,000 of them).
+            stack.extend(getattr(value, f.name) for f in _GROUP_KEY_NAMES)
         elif is_dataclass(value) and not isinstance(value, Field | type):
             stack.extend(getattr(value, f.name) for f in dataclass_fields(value))
     return frozenset(found)
+
+
+_GROUP_KEY_NAMES = tuple(f for f in dataclass_fields(GroupKey) if f.name != "keys")
+"""The fields of a group key :func:`read_names` reads: all but its list of key values."""
 
 
 def degree_counts(
