@@ -144,6 +144,12 @@ REFUSED = [
         "correlated with s_group, which is not unique in supplier (up to 4 rows share a value)",
     ),
     (
+        "SELECT COUNT(*) FROM orders JOIN supplier ON suppkey = s_suppkey WHERE amount < "
+        "(SELECT AVG(amount) FROM orders o2 WHERE o2.suppkey = s_suppkey GROUP BY o2.pid "
+        "ORDER BY 1 LIMIT 1)",
+        "one aggregate over its FROM and WHERE, with no GROUP BY, LIMIT, ORDER BY",
+    ),
+    (
         "SELECT COUNT(*) FROM orders JOIN supplier sp ON suppkey = s_suppkey WHERE amount < "
         "(SELECT AVG(amount) FROM orders AS sp WHERE sp.suppkey = s_suppkey)",
         "the subquery and the outer query both name sp",

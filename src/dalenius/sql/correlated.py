@@ -110,10 +110,12 @@ def correlation(sql: str, sub: Subquery, outer_sql: str, catalog: Catalog) -> Co
             f"a subquery correlated with the outer query is answered in WHERE, not in {sub.clause}",
             "its value differs from row to row of the outer query, so it can only filter rows.",
         )
-    if any(inner.args.get(a) for a in ("group", "having", "limit", "offset", "distinct")):
+    # Only what the per-key query carries over: any other clause would be dropped.
+    extra = sorted(k for k, v in inner.args.items() if v and k not in _CARRIED)
+    if extra:
         raise refuse(
-            "a correlated subquery used as a value must be one aggregate, with no GROUP BY, "
-            "HAVING, DISTINCT or LIMIT",
+            "a correlated subquery used as a value must be one aggregate over its FROM and "
+            f"WHERE, with no {', '.join(_CLAUSES.get(k, k.upper()) for k in extra)}",
             "it is asked once per value of the outer column, grouped by that column.",
         )
     where = inner.args.get("where")
@@ -142,6 +144,13 @@ def correlation(sql: str, sub: Subquery, outer_sql: str, catalog: Catalog) -> Co
     conditions += _conditions_on(outer_sql, alias, table, catalog, own)
     stage = _per_key(inner, table, alias, (mine, theirs), conditions)
     return Correlation(theirs.sql(DEFAULT_DIALECT), table, theirs.name, _sql(stage))
+
+
+_CARRIED = frozenset({"expressions", "from_", "joins", "where"})
+"""The parts of a correlated subquery its per-key query carries over (:func:`_per_key`)."""
+
+_CLAUSES = {"group": "GROUP BY", "order": "ORDER BY", "distinct": "DISTINCT", "with": "WITH"}
+"""A clause's name as written, by sqlglot's name for it (others are their names upper-cased)."""
 
 
 def _per_key(
