@@ -105,19 +105,7 @@ def correlation(sql: str, sub: Subquery, outer_sql: str, catalog: Catalog) -> Co
     # A name neither side holds is the planner's to refuse (an unknown column), as written.
     if not all(_in_outer(c, outer_sql, catalog) for c in outer_refs):
         return None
-    if sub.clause != "WHERE":
-        raise refuse(
-            f"a subquery correlated with the outer query is answered in WHERE, not in {sub.clause}",
-            "its value differs from row to row of the outer query, so it can only filter rows.",
-        )
-    # Only what the per-key query carries over: any other clause would be dropped.
-    extra = sorted(k for k, v in inner.args.items() if v and k not in _CARRIED)
-    if extra:
-        raise refuse(
-            "a correlated subquery used as a value must be one aggregate over its FROM and "
-            f"WHERE, with no {', '.join(_CLAUSES.get(k, k.upper()) for k in extra)}",
-            "it is asked once per value of the outer column, grouped by that column.",
-        )
+    _check_form(inner, sub, refuse)
     where = inner.args.get("where")
     conjuncts = _conjuncts(where.this) if where is not None else []
     links = [c for c in conjuncts if _link(c, outside) is not None]
@@ -144,6 +132,24 @@ def correlation(sql: str, sub: Subquery, outer_sql: str, catalog: Catalog) -> Co
     conditions += _conditions_on(outer_sql, alias, table, catalog, own)
     stage = _per_key(inner, table, alias, (mine, theirs), conditions)
     return Correlation(theirs.sql(DEFAULT_DIALECT), table, theirs.name, _sql(stage))
+
+
+def _check_form(inner: exp.Select, sub: Subquery, refuse: _Refuse) -> None:
+    """Refuse a correlated subquery outside WHERE, or with a clause its per-key query would not
+    carry (only the select list, FROM, joins and WHERE are: any other would be dropped).
+    """
+    if sub.clause != "WHERE":
+        raise refuse(
+            f"a subquery correlated with the outer query is answered in WHERE, not in {sub.clause}",
+            "its value differs from row to row of the outer query, so it can only filter rows.",
+        )
+    extra = sorted(k for k, v in inner.args.items() if v and k not in _CARRIED)
+    if extra:
+        raise refuse(
+            "a correlated subquery used as a value must be one aggregate over its FROM and "
+            f"WHERE, with no {', '.join(_CLAUSES.get(k, k.upper()) for k in extra)}",
+            "it is asked once per value of the outer column, grouped by that column.",
+        )
 
 
 _CARRIED = frozenset({"expressions", "from_", "joins", "where"})
