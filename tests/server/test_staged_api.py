@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from tests.conformance.datasets import write_shop
@@ -25,30 +26,27 @@ def wire(demo_catalog: Path) -> Iterator[Wire]:
         yield running
 
 
-def test_http_releases_the_subquery_first_and_charges_once(wire: Wire) -> None:
+def _ask(wire: Wire, sql: str, action: str = "query") -> httpx.Response:
+    """The analyst's ``action`` (query or explain) of ``sql`` at ε = 0.3 over HTTP."""
     site = wire.site
-    answer = site.client.post(
-        "/v1/datasets/census/query",
-        json={"sql": STAGED, "epsilon": 0.3},
+    return site.client.post(
+        f"/v1/datasets/census/{action}",
+        json={"sql": sql, "epsilon": 0.3},
         headers=site.as_(site.analyst),
     )
+
+
+def test_http_releases_the_subquery_first_and_charges_once(wire: Wire) -> None:
+    answer = _ask(wire, STAGED)
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert [r[0]["value"] for r in body["rows"]] == ["Female", "Male"]
     assert any(n.startswith("The subquery (SELECT AVG(age) FROM people)") for n in body["notes"])
     assert wire.remaining() == PureDP(Fraction(1) - Fraction(3, 10))
-    shown = site.client.post(
-        "/v1/datasets/census/explain",
-        json={"sql": STAGED, "epsilon": 0.3},
-        headers=site.as_(site.analyst),
-    )
+    shown = _ask(wire, STAGED, "explain")
     assert shown.status_code == 200, shown.text
     assert "age > (subquery 1)" in str(shown.json())
-    refused = site.client.post(
-        "/v1/datasets/census/query",
-        json={"sql": STAGED.replace("AVG(age)", "AVG(age), COUNT(*)"), "epsilon": 0.3},
-        headers=site.as_(site.analyst),
-    )
+    refused = _ask(wire, STAGED.replace("AVG(age)", "AVG(age), COUNT(*)"))
     assert refused.status_code == 400 and "must give one value" in refused.text
     assert wire.remaining() == PureDP(Fraction(1) - Fraction(3, 10))
 
@@ -93,12 +91,7 @@ def test_a_correlated_subquery_over_the_wire_and_http(tmp_path: Path) -> None:
         assert any("per value of s_suppkey: 8 values" in n for n in notices)
         # The described statement, bound, is the first one again: answered from the ledger.
         assert wire.remaining() == PureDP(Fraction(3, 4))
-        site = wire.site
-        answer = site.client.post(
-            "/v1/datasets/census/query",
-            json={"sql": CORRELATED, "epsilon": 0.3},
-            headers=site.as_(site.analyst),
-        )
+        answer = _ask(wire, CORRELATED)
         assert answer.status_code == 200, answer.text
         assert any("per value of s_suppkey" in n for n in answer.json()["notes"])
         assert wire.remaining() == PureDP(Fraction(3, 4) - Fraction(3, 10))
