@@ -338,7 +338,7 @@ QUERIES: dict[str, str] = {
         GROUP BY cntrycode""",
 }
 
-NEEDS_DELTA = {"Q7", "Q8", "Q9", "Q22"}
+NEEDS_DELTA = {"Q7", "Q8", "Q9"}
 """Queries grouping by keys without a public list (private partition selection spends δ)."""
 
 

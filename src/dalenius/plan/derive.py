@@ -43,6 +43,7 @@ from dalenius.plan.expr import (
     IsNull,
     Like,
     Lit,
+    LiteralValue,
     Neg,
     Not,
     columns,
@@ -396,6 +397,58 @@ def key_conditions(predicate: Expr | None, fields: Mapping[str, FieldInfo]) -> t
     """
     if predicate is None:
         return ()
+    return tuple(p for p in _and_parts(predicate) if _decided_alike(p, fields))
+
+
+def listed_keys(expr: Expr, predicate: Expr | None, kind: str) -> GroupKeys | None:
+    """The keys a ``WHERE`` lists for a GROUP BY expression without a public domain, or ``None``.
+
+    ``WHERE SUBSTRING(phone, 1, 2) IN ('13', '31') GROUP BY SUBSTRING(phone, 1, 2)``: every
+    grouped row passed the condition, so its key is one of the literals the analyst wrote, and
+    those literals are public. A part of the ``WHERE`` joined by ``AND`` that is ``expr IN
+    (literals)`` or ``expr = literal`` lists them; several such parts keep the keys they share.
+    Only text and integer expressions with literals of their own type are taken: the engine's
+    equality then holds exactly when the values are equal (text compared byte for byte, no
+    collation folds two listed values), so every group the engine forms is one listed key.
+
+    Example:
+        >>> from dalenius.plan.expr import Col, InList, Lit
+        >>> where = InList(Col("state"), (Lit("CA"), Lit("NY"), Lit("CA")))
+        >>> listed_keys(Col("state"), where, "str")
+        ('CA', 'NY')
+        >>> listed_keys(Col("state"), where, "int") is None
+        True
+    """
+    wanted = {"str": str, "int": int}.get(kind)
+    if predicate is None or wanted is None:
+        return None
+    found: GroupKeys | None = None
+    for part in _and_parts(predicate):
+        values = _listed_values(part, expr)
+        if values is None or not all(
+            isinstance(v, wanted) and not isinstance(v, bool) for v in values
+        ):
+            continue
+        keys = tuple(dict.fromkeys(v for v in values if isinstance(v, str | int)))
+        found = keys if found is None else tuple(k for k in found if k in keys)
+    return found or None
+
+
+def _listed_values(part: Expr, expr: Expr) -> tuple[LiteralValue, ...] | None:
+    """The literals ``part`` lists for ``expr`` (``expr IN (...)``, ``expr = literal``)."""
+    if isinstance(part, InList) and not part.negated and part.operand == expr:
+        items = part.items
+    elif isinstance(part, BinOp) and part.op == "=" and expr in (part.left, part.right):
+        items = (part.right if part.left == expr else part.left,)
+    else:
+        return None
+    if not all(isinstance(i, Lit) for i in items):
+        return None
+    return tuple(i.value for i in items if isinstance(i, Lit))
+
+
+def _and_parts(predicate: Expr) -> list[Expr]:
+    """The parts of ``predicate`` joined by ``AND``, in order."""
     parts: list[Expr] = []
     stack = [predicate]
     while stack:
@@ -404,7 +457,7 @@ def key_conditions(predicate: Expr | None, fields: Mapping[str, FieldInfo]) -> t
             stack.extend((node.right, node.left))
         else:
             parts.append(node)
-    return tuple(p for p in parts if _decided_alike(p, fields))
+    return parts
 
 
 def _decided_alike(expr: Expr, fields: Mapping[str, FieldInfo]) -> bool:

@@ -402,6 +402,12 @@ def explain(
         for k in query.group_by
         if k.from_table is not None
     )
+    notes.extend(
+        f"{k.name}'s {len(k.keys or ()):,} keys are the values the WHERE lists for it (a row with"
+        " any other value is filtered out), every one answered"
+        for k in query.group_by
+        if k.listed
+    )
     notes.extend(f"hint: {h}" for h in query_hints(query))
     notes.extend(combined_notes(query))
     return Explanation(

@@ -400,6 +400,8 @@ class GroupKey:
     planning, :mod:`dalenius.plan.rewrite.public_table_keys`): every row of the query holds one
     of them, so the engine needs no filter on the list (the catalog's lists still get one).
     With ``keys`` ``None`` it names the public table whose column held too many values to list.
+    ``listed``: the keys are the literals the query's ``WHERE`` lists for the expression (``expr
+    IN ('a', 'b')``, :func:`dalenius.plan.derive.listed_keys`), which it has no public domain for.
     """
 
     name: str
@@ -407,6 +409,7 @@ class GroupKey:
     type: str
     keys: GroupKeys | None
     from_table: str | None = None
+    listed: bool = False
 
 
 AggFunc = Literal[

@@ -55,16 +55,21 @@ def public_table_keys(plan: Plan, context: Context) -> Plan:
     keys = []
     for key in plan.group_by:
         found = _inner_scan(plan.relation, key.expr.name) if isinstance(key.expr, Col) else None
-        if key.keys is not None or found is None:
+        # Keys the WHERE lists (``s_suppkey IN (2, 4, 5)``) give way to the table's values that
+        # pass every condition on the table, that list included: never more, often fewer.
+        if (key.keys is not None and not key.listed) or found is None:
             keys.append(key)
             continue
         scan, column, conditions = found
         try:
             values = read(scan, column, conditions)
         except TooManyKeys:
-            keys.append(replace(key, from_table=scan.table))
+            keys.append(key if key.listed else replace(key, from_table=scan.table))
             continue
-        keys.append(key if values is None else replace(key, keys=values, from_table=scan.table))
+        if values is None:
+            keys.append(key)
+            continue
+        keys.append(replace(key, keys=values, from_table=scan.table, listed=False))
     if keys == list(plan.group_by):
         return plan
     return replace(plan, group_by=tuple(keys))

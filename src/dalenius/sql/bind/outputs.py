@@ -12,7 +12,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from dalenius.core.errors import QueryError
-from dalenius.plan.derive import FieldInfo, key_conditions, keys_of, type_of
+from dalenius.plan.derive import FieldInfo, key_conditions, keys_of, listed_keys, type_of
 from dalenius.plan.expr import (
     AggRef,
     Expr,
@@ -58,7 +58,8 @@ class _State:
         top = source.relation
         while isinstance(top, SemiJoin):  # EXISTS / IN sit above the WHERE's filter
             top = top.child
-        self.where = key_conditions(top.predicate if isinstance(top, Filter) else None, self.infos)
+        self.predicate = top.predicate if isinstance(top, Filter) else None
+        self.where = key_conditions(self.predicate, self.infos)
         self.keys: list[GroupKey] = []
         self.key_nodes: list[exp.Expr] = []
         self.aggs: list[AggCall] = []
@@ -112,6 +113,9 @@ class _State:
                 continue
             col_type = type_of(expr, self.infos)
             keys = keys_of(expr, self.infos, where=self.where)
+            listed = (
+                keys is None and (keys := listed_keys(expr, self.predicate, col_type)) is not None
+            )
             name = self.key_name(node, tree)
             if keys is not None:
                 cells *= len(keys)
@@ -122,7 +126,9 @@ class _State:
                         clause="GROUP BY",
                         fix="group by fewer or coarser keys.",
                     )
-            self.keys.append(GroupKey(name=name, expr=expr, type=col_type, keys=keys))
+            self.keys.append(
+                GroupKey(name=name, expr=expr, type=col_type, keys=keys, listed=listed)
+            )
             self.key_nodes.append(node)
 
     def is_select_alias(self, item: exp.Expr) -> bool:
