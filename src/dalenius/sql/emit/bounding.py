@@ -195,7 +195,8 @@ def bounded_aggregate(
     joins, or filters by a subquery) it is ``MATERIALIZED``: computing such a relation again cost
     more than keeping it (TPC-H Q18, Q19 and Q21 at SF 1 in DuckDB: 0.42 to 0.55 times the time
     with it kept). A plain scan is read again instead (keeping Q1's six million lines cost 1.12
-    times the time).
+    times the time), unless its WHERE is estimated to keep few rows
+    (:mod:`dalenius.sql.emit.selectivity`; Q6 at SF 10, 1.8% of the lines: 0.79 times).
 
     With ``max_groups >= max_rows`` any ``max_rows`` rows meet the group cap, so a unit is within
     its caps when it has at most ``max_rows`` rows, in any number of groups: its parts are then

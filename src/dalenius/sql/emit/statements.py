@@ -29,6 +29,7 @@ from dalenius.plan.nodes import (
 )
 from dalenius.sql.emit.bounding import _ranked, bounded, bounded_aggregate
 from dalenius.sql.emit.expressions import Compiler
+from dalenius.sql.emit.selectivity import KEEP_SHARE, estimated_share
 from dalenius.sql.emit.writing import _among_keys, _col, _sql
 
 
@@ -115,7 +116,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
                 salt=salt,
             ),
             dialect=dialect,
-            keep_input=not _scanned(query.relation),
+            keep_input=_keep_input(query.relation),
         )
         # The bounded rows are written only for the statements that read them: the main one
         # when it could not aggregate per unit, and the histograms (writing them was half of
@@ -249,6 +250,17 @@ def degree_counts(
         f"{prefix}SELECT {keys}, __deg - 1 AS __bin, COUNT(*) AS {name} "
         f"FROM ({inner}) AS __d GROUP BY {keys}, __deg"
     )
+
+
+def _keep_input(relation: Relation) -> bool:
+    """Whether a bounded query keeps its input rather than reading it again: a join or a
+    subquery costs more to compute again than to keep; one table's rows are kept when its WHERE
+    leaves few of them (estimated from public bounds alone, :mod:`dalenius.sql.emit.selectivity`).
+    """
+    if not _scanned(relation):
+        return True
+    infos = {f.id: FieldInfo(f.type, f.bounds, f.keys, f.nullable) for f in all_fields(relation)}
+    return estimated_share(relation, infos) <= KEEP_SHARE
 
 
 def _scanned(relation: Relation) -> bool:
