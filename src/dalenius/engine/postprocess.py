@@ -272,6 +272,9 @@ def _statistic(
         floor, ceiling = sign_range(m.bounds)
         lo = None if floor is None else 0
         hi = None if ceiling is None else 0
+        fast = _sums_at_once(vals, h, lo, hi, g)
+        if fast is not None:
+            return fast
         units = [_clamp_units(v, lo, hi) for v in vals]
         return (
             [_scaled(u, g) for u in units],
@@ -466,6 +469,57 @@ def _clamp_units(u: int, floor: int | None, ceiling: int | None) -> int:
     return u
 
 
+_AT_ONCE = 1 << 61
+"""The largest grid units :func:`_sums_at_once` takes (values and error bars alike): their sums
+and differences stay within a 64-bit integer."""
+
+
+def _sums_at_once(
+    vals: Sequence[int], h: int, lo: int | None, hi: int | None, g: Fraction
+) -> Triple | None:
+    """The values and interval ends of a sum's cells, as the loop over :func:`_clamp_units` and
+    :func:`_scaled` gives them, computed with numpy: ``None`` unless the grid is ``2**-k`` and
+    every value and the error bar are within :data:`_AT_ONCE` grid units (else the loop runs).
+
+    With a public table's 100,000 keys, the loop took a third of a second. Here each unit is
+    split once into its quotient and remainder by ``2**k``: an exact multiple is the integer
+    quotient, any other the double ``float(u) * 2**-k`` — numpy's conversion of a 64-bit integer
+    rounds to nearest, ties to even, as ``float(u)`` does, and the scaling by a power of two is
+    exact — so every cell is the same number of the same type as the loop's.
+
+    Example:
+        >>> g = Fraction(1, 4)
+        >>> _sums_at_once([8, -3, 5], 2, 0, None, g)
+        ([2, 0, 1.25], [1.5, 0, 0.75], [2.5, 0.5, 1.75])
+        >>> [[_scaled(_clamp_units(_clamp_units(v, 0, None) + d, 0, None), g) for v in (8, -3, 5)]
+        ...  for d in (0, -2, 2)]
+        [[2, 0, 1.25], [1.5, 0, 0.75], [2.5, 0.5, 1.75]]
+    """
+    n, d = g.numerator, g.denominator
+    if n != 1 or d == 1 or d & (d - 1) or d > _AT_ONCE or not vals or type(h) is not int:
+        return None
+    if not 0 <= h <= _AT_ONCE:
+        return None
+    if min(vals) < -_AT_ONCE or max(vals) > _AT_ONCE:
+        return None
+    units = np.asarray(vals, dtype=np.int64)
+    low, high = (None if lo is None else np.int64(lo)), (None if hi is None else np.int64(hi))
+    units = np.clip(units, low, high) if low is not None or high is not None else units
+    ends = [units]
+    for step in (-h, h):
+        shifted = units + np.int64(step)
+        ends.append(np.clip(shifted, low, high) if low is not None or high is not None else shifted)
+    scale = 1.0 / d
+    out: list[list[Any]] = []
+    for arr in ends:
+        cells: list[Any] = (arr.astype(np.float64) * scale).tolist()
+        exact = np.flatnonzero(arr % d == 0)
+        for i, q in zip(exact.tolist(), (arr[exact] // d).tolist(), strict=True):
+            cells[i] = q
+        out.append(cells)
+    return out[0], out[1], out[2]
+
+
 def _scaled(u: int, g: Fraction) -> int | float:
     """``_num(u * g)`` for an integer ``u``, without a Fraction when ``g`` is a power of two.
 
@@ -566,14 +620,15 @@ def _normaliser(types: Sequence[str]) -> Callable[[Sequence[Any]], GroupKeyTuple
 
         def single(row: Sequence[Any]) -> GroupKeyTuple:
             v = row[0]
-            return (v if type(v) is str else _norm(v, only),)
+            return (v if type(v) is str or type(v) is int else _norm(v, only),)
 
         return single
     n = len(types)
 
     def several(row: Sequence[Any]) -> GroupKeyTuple:
         return tuple(
-            v if type(v) is str else _norm(v, t) for v, t in zip(row[:n], types, strict=True)
+            v if type(v) is str or type(v) is int else _norm(v, t)
+            for v, t in zip(row[:n], types, strict=True)
         )
 
     return several
