@@ -35,6 +35,7 @@ import argparse
 import decimal
 import math
 import numbers
+import re
 import shutil
 import statistics
 import subprocess
@@ -112,7 +113,7 @@ def catalog_text(
     }.items():
         public += f"\n[tables.{name}]\nsource = {source(name)}\npublic = true\n\n"
         public += f"[tables.{name}.columns]\n{columns}\n"
-    return f"""[dataset]
+    text = f"""[dataset]
 name = "tpch"
 engine = "{engine}"
 
@@ -168,6 +169,24 @@ l_shipmode = {{ type = "str", keys = {keys(SHIPMODES)} }}
 l_comment = "str"
 l_custkey = "int"
 {public}"""
+    return _not_null(text)
+
+
+def _not_null(text: str) -> str:
+    """``text`` with every column declared ``nullable = false``: the specification defines every
+    TPC-H column NOT NULL (clause 1.4), so ``COUNT(col)`` is ``COUNT(*)`` and shares its
+    measurement (an average needs no count of its own).
+    """
+    lines = []
+    for written in text.splitlines():
+        simple = re.fullmatch(r'(\w+) = "(int|str|float|date|bool)"', written)
+        if simple:
+            lines.append(f'{simple[1]} = {{ type = "{simple[2]}", nullable = false }}')
+        elif re.fullmatch(r"\w+ = \{ type = .* \}", written):
+            lines.append(written[: -len(" }")] + ", nullable = false }")
+        else:
+            lines.append(written)
+    return "\n".join(lines) + "\n"
 
 
 REVENUE = "l_extendedprice * (1 - l_discount)"
