@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -151,9 +151,9 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
     keep = [g for g in range(n) if query.having is None or evaluate(query.having, envs[g]) is True]
     for item in reversed(query.order_by):
         keep.sort(key=_sorter(item, envs))
-    keep = keep[query.offset :]
-    if query.limit is not None:
-        keep = keep[: query.limit]
+    end = None if query.limit is None else query.offset + query.limit
+    keep = keep[query.offset : end]
+    every = keep == list(range(n))  # every group, in order: columns are read as they are
     columns_out, kinds, rank_errors = [], [], []
     cols_values: list[list[Cell]] = []
     cols_lows: list[list[Cell]] = []
@@ -167,7 +167,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
         plain = out.expr.name if isinstance(out.expr, Col) else None
         if plain is not None:
             column = table[plain]
-            values = [v if type(v) is int else _cell(v) for v in map(column.__getitem__, keep)]
+            values = _cells(column if every else map(column.__getitem__, keep))
         else:
             values = [_cell(evaluate(out.expr, envs[g])) for g in keep]
         lows: list[Cell] = [None] * len(keep)
@@ -179,6 +179,8 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
             stat = plan.statistics[a]
             if stat.kind == "quantile":
                 rank = rank_error(stat, plan.measurement(stat.inputs[0]), confidence)
+            elif plain is not None and every and None not in a_lows and None not in a_highs:
+                lows, highs = _cells(a_lows), _cells(a_highs)
             elif plain is not None:
                 for j, g in enumerate(keep):
                     low, high = a_lows[g], a_highs[g]
@@ -556,6 +558,14 @@ def _num(x: Fraction | int | float) -> int | float:
         # Beyond the largest double (a sum of values near 1e308, or its error bar): saturate,
         # which keeps the order of a value and its interval ends, instead of failing.
         return math.copysign(sys.float_info.max, x)
+
+
+def _cells(values: Iterable[Any]) -> list[Any]:
+    """:func:`_cell` of each value, integers and finite doubles passed through without a call
+    (``x - x == 0`` is false for an infinity and NaN): with 100,000 released cells the calls
+    were a tenth of the post-processing.
+    """
+    return [v if type(v) is int or (type(v) is float and v - v == 0) else _cell(v) for v in values]
 
 
 def _cell(value: Any) -> Any:
