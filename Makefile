@@ -84,8 +84,15 @@ types:
 contract:
 	$(BIN)/lint-imports
 
+# The tests run in two worker processes (pytest-xdist): much of the suite waits on a browser, a
+# JVM, PostgreSQL or a gateway's subprocess, and a second worker fills those waits, so the whole
+# suite takes about two thirds of one process's time on 2 cores. Each test stays independent of
+# the others (PostgreSQL schemas, ports and files are per process); `PYTEST_WORKERS=0` runs them
+# in this process, for a debugger.
+PYTEST_WORKERS ?= 2
+
 pytest:
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --durations=15
 
 pytest-fast:
 	$(BIN)/pytest -q -m "not spark and not postgres and not slow and not browser"
