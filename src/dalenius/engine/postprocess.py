@@ -20,6 +20,7 @@ rank: the released value's rank is within ±r of the target with the stated conf
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import sys
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from operator import itemgetter
+from typing import Any, cast
 
 import numpy as np
 
@@ -38,7 +40,7 @@ from dalenius.mechanisms.exponential import PermuteAndFlip
 from dalenius.plan.derive import FieldInfo, bounds_of
 from dalenius.plan.evaluate import evaluate
 from dalenius.plan.explain import min_people_note
-from dalenius.plan.expr import Col, Func, aggregates_read, columns, walk
+from dalenius.plan.expr import BinOp, Col, Func, Lit, Neg, aggregates_read, columns, walk
 from dalenius.plan.functions import FUNCTIONS
 from dalenius.plan.hints import query_notes
 from dalenius.plan.nodes import (
@@ -63,31 +65,25 @@ def exact_values(
     """Arrange the engine's rows per group: the public key product, or the groups observed."""
     n_keys = len(plan.group_by)
     key_of = _normaliser([k.type for k in plan.group_by])
-    row_keys = [key_of(row) for row in main_rows]
-    if plan.public_groups:
-        groups: list[GroupKeyTuple] = list(
-            itertools.product(*[k.keys or () for k in plan.group_by])
-        )
-        index = {key_of(g): i for i, g in enumerate(groups)}
-    else:
-        groups = _sorted_groups(set(row_keys))
-        index = {g: i for i, g in enumerate(groups)}
+    groups, slots, find = _slots(plan, main_rows, key_of)
     scalars_m = [m for m in plan.measurements if m.kind not in VECTOR_KINDS]
     scalars = {m.name: np.zeros(len(groups), dtype=np.int64) for m in scalars_m}
     # Rows outside the public keys are dropped; the rest are written column by column.
-    slots = [index.get(key) for key in row_keys]
-    kept = [(i, row) for i, row in zip(slots, main_rows, strict=True) if i is not None]
-    at = np.fromiter((i for i, _ in kept), dtype=np.int64, count=len(kept))
+    if None in slots:
+        kept = [(i, row) for i, row in zip(slots, main_rows, strict=True) if i is not None]
+        at = np.fromiter((i for i, _ in kept), dtype=np.int64, count=len(kept))
+        rows: Sequence[tuple[Any, ...]] = [row for _, row in kept]
+    else:
+        at, rows = np.fromiter(slots, dtype=np.int64, count=len(slots)), main_rows
     for j, m in enumerate(scalars_m):
-        column = n_keys + j
-        scalars[m.name][at] = [_bounded(row[column]) for _, row in kept]
+        scalars[m.name][at] = _exact_column(rows, n_keys + j)
     histograms = {}
     for m in plan.measurements:
         if m.kind not in VECTOR_KINDS:
             continue
         counts = np.zeros((len(groups), len(m.edges) - 1), dtype=np.int64)
         for row in histogram_rows.get(m.name, ()):
-            i = index.get(key_of(row))
+            i = find(row)
             if i is None or row[n_keys] is None:
                 continue
             if not 0 <= int(row[n_keys]) < counts.shape[1]:
@@ -98,6 +94,53 @@ def exact_values(
             )
         histograms[m.name] = counts
     return Exact(groups=groups, scalars=scalars, histograms=histograms)
+
+
+def _slots(
+    plan: DPQuery,
+    main_rows: Sequence[tuple[Any, ...]],
+    key_of: Callable[[Sequence[Any]], GroupKeyTuple],
+) -> tuple[list[GroupKeyTuple], list[int | None], Callable[[Sequence[Any]], int | None]]:
+    """The released groups, each row's group among them (``None``: outside the public keys),
+    and how to find any other row's group (a histogram's).
+
+    With one public key of integers or texts (a public table's 100,000 suppliers), rows are
+    looked up by their key's value, with no key tuple per row.
+    """
+    if not plan.public_groups:
+        row_keys = [key_of(row) for row in main_rows]
+        groups = _sorted_groups(set(row_keys))
+        observed = {g: i for i, g in enumerate(groups)}
+        return groups, [observed[key] for key in row_keys], lambda row: observed.get(key_of(row))
+    groups = list(itertools.product(*[k.keys or () for k in plan.group_by]))
+    if len(plan.group_by) == 1:
+        values = list(map(itemgetter(0), main_rows))
+        if all(type(v) is int or type(v) is str for v in itertools.chain(values, *groups)):
+            by_value: dict[Any, int] = {g[0]: i for i, g in enumerate(groups)}
+            return (
+                groups,
+                list(map(by_value.get, values)),
+                lambda row: by_value.get(key_of(row)[0]),
+            )
+    index = {key_of(g): i for i, g in enumerate(groups)}
+    return groups, [index.get(key_of(row)) for row in main_rows], lambda row: index.get(key_of(row))
+
+
+def _exact_column(rows: Sequence[tuple[Any, ...]], column: int) -> Any:
+    """The exact integers in ``column`` of ``rows``, each within :data:`EXACT_LIMIT` (NULL, an
+    empty group's sum, is 0): read at once when they are all integers within it (a sum per
+    supplier of TPC-H's 100,000), else one by one (:func:`_bounded`).
+    """
+    values = list(map(itemgetter(column), rows))
+    if all(type(v) is int for v in values):
+        try:
+            at_once = np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+        else:
+            if not len(at_once) or (at_once.min() >= -EXACT_LIMIT and at_once.max() <= EXACT_LIMIT):
+                return at_once
+    return [_bounded(v) for v in values]
 
 
 def rank_error(stat: Statistic, m: Measurement, confidence: float) -> int:
@@ -188,11 +231,7 @@ def post_process(plan: DPQuery, noisy: Noisy, confidence: float) -> Answer:
                         lows[j] = low if type(low) is int else _cell(low)
                         highs[j] = high if type(high) is int else _cell(high)
             else:
-                for j, g in enumerate(keep):
-                    if a_lows[g] is not None and a_highs[g] is not None:
-                        lows[j], highs[j] = _image(
-                            out.expr, envs[g], agg_ref(a), a_lows[g], a_highs[g], values[j]
-                        )
+                lows, highs = _images(out.expr, agg_ref(a), keep, envs, stats[a], values)
         cols_values.append(values)
         cols_lows.append(lows)
         cols_highs.append(highs)
@@ -358,8 +397,38 @@ def _clamp(x: Fraction, floor: Fraction | None, ceiling: Fraction | None) -> Fra
     return x
 
 
+def _images(
+    expr: Any,
+    ref: str,
+    keep: Sequence[int],
+    envs: Sequence[Mapping[str, Any]],
+    stat: Triple,
+    values: Sequence[Any],
+) -> tuple[list[Cell], list[Cell]]:
+    """The interval of a derived output ``expr`` of one aggregate ``ref`` in each kept group
+    (:func:`_image`; whether ``expr`` is affine in ``ref`` is asked once for them all).
+    """
+    _, a_lows, a_highs = stat
+    affine = _affine(expr, ref)
+    lows: list[Cell] = [None] * len(keep)
+    highs: list[Cell] = [None] * len(keep)
+    for j, g in enumerate(keep):
+        if a_lows[g] is not None and a_highs[g] is not None:
+            lows[j], highs[j] = _image(
+                expr, envs[g], ref, a_lows[g], a_highs[g], values[j], affine=affine
+            )
+    return lows, highs
+
+
 def _image(
-    expr: Any, env: Mapping[str, Any], ref: str, low: Any, high: Any, value: Any
+    expr: Any,
+    env: Mapping[str, Any],
+    ref: str,
+    low: Any,
+    high: Any,
+    value: Any,
+    *,
+    affine: bool | None = None,
 ) -> tuple[Any, Any]:
     """An interval holding ``expr`` for every value of ``ref`` in [low, high], and ``value``.
 
@@ -369,6 +438,13 @@ def _image(
     cannot be derived, the expression is evaluated at both ends. Either way the interval is
     widened to the released value itself (floating-point rounding of the post-processing).
     """
+    if value is None:
+        return None, None  # NULL (SQRT of a negative noisy value): nothing to bound
+    if affine is None:
+        affine = _affine(expr, ref)
+    at_ends = _affine_ends(expr, ref, low, high) if affine else None
+    if at_ends is not None:  # the common case, ``0.2 * AVG(x)`` per key: no interval arithmetic
+        return _cell(min(*at_ends, value)), _cell(max(*at_ends, value))
     infos: dict[str, FieldInfo] = {}
     for name in columns(expr):
         point = env.get(name)
@@ -384,8 +460,6 @@ def _image(
         enclosure = bounds_of(expr, infos)
     except (ArithmeticError, ValueError, KeyError):
         enclosure = None
-    if value is None:
-        return None, None  # NULL (SQRT of a negative noisy value): nothing to bound
     if enclosure is not None:
         ends = [_num(enclosure[0]), _num(enclosure[1])]
     elif any(isinstance(f, Func) and not FUNCTIONS[f.name].row for f in walk(expr)):
@@ -399,6 +473,83 @@ def _image(
     if value is not None:
         ends.append(value)
     return _cell(min(ends)), _cell(max(ends))
+
+
+def _affine_image(expr: Any, ref: str, low: Any, high: Any) -> tuple[Any, Any] | None:
+    """:func:`_affine_ends` when ``expr`` is affine in ``ref`` alone (:func:`_affine`)."""
+    return _affine_ends(expr, ref, low, high) if _affine(expr, ref) else None
+
+
+def _affine_ends(expr: Any, ref: str, low: Any, high: Any) -> tuple[Any, Any] | None:
+    """The ends of ``expr``'s image over ``ref`` in [low, high] when ``expr`` is affine in
+    ``ref`` alone (``ref``, finite constants, ``+``, ``-``, ``*`` by a constant, ``/`` by a
+    nonzero constant, negation), else ``None``.
+
+    An affine function takes its extremes at the interval's ends, so its exact values there
+    (rational arithmetic, as :func:`dalenius.plan.derive.bounds_of` computes them) are the ends
+    interval arithmetic gives, without deriving types and four products per operator for each of
+    thousands of cells.
+    """
+    if not _finite(low) or not _finite(high):
+        return None
+    a, b = _at(expr, ref, Fraction(low)), _at(expr, ref, Fraction(high))
+    return _num(min(a, b)), _num(max(a, b))
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | Fraction) or (isinstance(x, float) and math.isfinite(x))
+
+
+@functools.lru_cache(maxsize=256)
+def _affine(expr: Any, ref: str) -> bool:
+    """Whether ``expr`` is affine in the column ``ref`` and reads no other column (asked once
+    per output, then remembered: plan expressions are immutable).
+    """
+    if isinstance(expr, Col):
+        return expr.name == ref
+    if isinstance(expr, Lit):
+        v = expr.value
+        return type(v) is int or (type(v) is float and math.isfinite(v))
+    if isinstance(expr, Neg):
+        return _affine(expr.operand, ref)
+    if not isinstance(expr, BinOp) or expr.op not in ("+", "-", "*", "/"):
+        return False
+    if not (_affine(expr.left, ref) and _affine(expr.right, ref)):
+        return False
+    if expr.op == "*":
+        return not (ref in columns(expr.left) and ref in columns(expr.right))
+    if expr.op == "/":
+        # By a double constant only: the quotient is then a double whatever the dividend, where
+        # an integer one truncates (left to interval arithmetic).
+        divisor = expr.right
+        return isinstance(divisor, Lit) and type(divisor.value) is float and divisor.value != 0
+    return True
+
+
+def _at(expr: Any, ref: str, x: Fraction) -> Fraction:
+    """The exact value of an affine expression (:func:`_affine`) at ``ref = x``."""
+    if isinstance(expr, Col):
+        return x
+    if isinstance(expr, Lit):
+        return _constant(expr.value)
+    if isinstance(expr, Neg):
+        return -_at(expr.operand, ref, x)
+    left, right = _at(expr.left, ref, x), _at(expr.right, ref, x)
+    if expr.op == "+":
+        return left + right
+    if expr.op == "-":
+        return left - right
+    if expr.op == "*":
+        return left * right
+    return left / right
+
+
+@functools.lru_cache(maxsize=256)
+def _constant(value: Any) -> Fraction:
+    """A finite constant as the rational :func:`dalenius.plan.derive.bounds_of` reads it (a
+    double by its shortest decimal form).
+    """
+    return Fraction(repr(value)) if isinstance(value, float) else Fraction(cast(int, value))
 
 
 def _type(value: Any) -> str:

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from dalenius.core.dialect import DUCKDB, Dialect, as_dialect
 from dalenius.plan.derive import FieldInfo
+from dalenius.plan.expr import Col, Lit
 from dalenius.plan.nodes import (
     VECTOR_KINDS,
     DPQuery,
@@ -209,6 +210,10 @@ def read_names(plan: DPQuery) -> frozenset[str]:
         value = stack.pop()
         if isinstance(value, str):
             found.add(value)
+        elif isinstance(value, Col):
+            found.add(value.name)  # a reference holds one name (its index, if any, is none)
+        elif isinstance(value, Lit):
+            continue  # a constant names nothing (a correlated subquery's CASE holds thousands)
         elif isinstance(value, tuple | list | frozenset | set):
             stack.extend(value)
         elif isinstance(value, dict):
