@@ -7,10 +7,12 @@ factor it generates the eight tables once with ``tpchgen-cli`` (PyPI; ``pip inst
 step, and writes a catalog in which ``customer`` is the privacy unit:
 
 * ``customer`` (one row per customer), ``orders`` (its ``o_custkey``, at most ``--orders`` per
-  customer) and ``lineitem`` (at most ``--lines`` per customer) are private. A catalog cannot yet
-  declare that a line belongs to a customer through its order, so the generator writes
-  ``lineitem`` with its order's customer beside it (``l_custkey``, from ``orders``) and the catalog
-  makes that column the unit;
+  customer) and ``lineitem`` (at most ``--lines`` per customer) are private. The generator writes
+  ``lineitem`` with its order's customer beside it (``l_custkey``, from ``orders``), and the
+  catalog makes that column the unit; with ``--unit-through-orders`` the catalog instead declares
+  that a line reaches its customer through its order (``privacy_unit.through``: ``l_orderkey`` →
+  ``orders.o_orderkey``), and Dalenius joins the customer in from ``orders`` (the written column
+  is then read by the raw queries only);
 * ``nation``, ``region``, ``part``, ``supplier`` and ``partsupp`` are public.
 
 Each of the 22 queries is written as the question it asks in aggregate form (a query that lists
@@ -72,10 +74,17 @@ INSTRUCTIONS = ["COLLECT COD", "DELIVER IN PERSON", "NONE", "TAKE BACK RETURN"]
 
 
 def catalog_text(
-    folder: Path, orders: int, lines: int, engine: str = "duckdb", schema: str = ""
+    folder: Path,
+    orders: int,
+    lines: int,
+    engine: str = "duckdb",
+    schema: str = "",
+    through: bool = False,
 ) -> str:
     """The catalog: customer the unit of the three private tables, the rest public, computed by
-    ``engine`` (PostgreSQL reads the tables :func:`load_postgres` made in ``schema``).
+    ``engine`` (PostgreSQL reads the tables :func:`load_postgres` made in ``schema``). With
+    ``through``, ``lineitem`` reaches its customer through ``l_orderkey`` → ``orders`` (the
+    written ``l_custkey`` column is not declared, and the engine joins the customer in).
 
     Bounds and key lists are the TPC-H specification's (clause 4.2.3), public by definition.
     """
@@ -88,6 +97,12 @@ def catalog_text(
             return f'{{ postgres = "{POSTGRES_URL}", table = "{schema}.{name}" }}'
         return f'{{ parquet = "{folder / (name + ".parquet")}" }}'
 
+    reach = (
+        ', through = { column = "l_orderkey", table = "orders", key = "o_orderkey" }'
+        if through
+        else ""
+    )
+    stored = "" if through else 'l_custkey = "int"\n'
     public = ""
     for name, columns in {
         "nation": (
@@ -148,7 +163,7 @@ o_comment = "str"
 
 [tables.lineitem]
 source = {source("lineitem")}
-privacy_unit = {{ column = "l_custkey", max_rows = {lines} }}
+privacy_unit = {{ column = "l_custkey", max_rows = {lines}{reach} }}
 
 [tables.lineitem.columns]
 l_orderkey = "int"
@@ -167,8 +182,7 @@ l_receiptdate = "date"
 l_shipinstruct = {{ type = "str", keys = {keys(INSTRUCTIONS)} }}
 l_shipmode = {{ type = "str", keys = {keys(SHIPMODES)} }}
 l_comment = "str"
-l_custkey = "int"
-{public}"""
+{stored}{public}"""
     return _not_null(text)
 
 
@@ -421,6 +435,8 @@ class Outcome:
     raw: float = math.nan
     public: bool = False
     """Answered exactly and free: the query reads public tables alone."""
+    nulls: int = 0
+    """Cells released as NULL where the exact answer has a number (counted as error 1)."""
 
 
 class FreshSession(Session):
@@ -433,29 +449,44 @@ class FreshSession(Session):
         return f"{super()._request_key(plan)}:{FreshSession.count}"
 
 
-def numeric_cells(rows: Any, skip: list[int]) -> list[float]:
+def numeric_cells(rows: Any, skip: list[int]) -> list[float | None]:
     """Every numeric value of the rows but their key columns (``skip``), in order (DuckDB's
-    DECIMALs included).
+    DECIMALs included); a NULL cell is ``None`` (a ratio whose released denominator is 0).
     """
-    out = []
+    out: list[float | None] = []
     for row in rows:
         for i, value in enumerate(row):
             if i in skip:
                 continue
-            if isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, bool):
+            if value is None:
+                out.append(None)
+            elif isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, bool):
                 out.append(float(value))
     return out
 
 
-def relative_error(released: list[float], exact: list[float]) -> float:
+def relative_error(released: list[float | None], exact: list[float | None]) -> float:
     """The median over cells of |released − exact| / max(|exact|, 1), cells matched by the
     groups' keys (a group the private selection did not release has no cell).
+
+    A cell released as NULL where the exact one is a number (a ratio whose noisy denominator
+    came out 0) counts as an error of 1, as if nothing were known of it; NaN if no group was
+    released.
     """
     if not released or len(released) != len(exact):
         return math.nan
-    return statistics.median(
-        abs(r - e) / max(abs(e), 1.0) for r, e in zip(released, exact, strict=True)
-    )
+
+    def error(r: float | None, e: float | None) -> float:
+        if r is None or e is None:
+            return 0.0 if r is None and e is None else 1.0
+        return abs(r - e) / max(abs(e), 1.0)
+
+    return statistics.median(error(r, e) for r, e in zip(released, exact, strict=True))
+
+
+def null_cells(released: list[float | None], exact: list[float | None]) -> int:
+    """How many cells were released as NULL where the exact answer has a number."""
+    return sum(r is None and e is not None for r, e in zip(released, exact, strict=True))
 
 
 def same_rows(released: Any, exact: Any) -> bool:
@@ -542,6 +573,7 @@ def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Na
         name,
         True,
         error=relative_error(released_cells, exact_cells),
+        nulls=null_cells(released_cells, exact_cells),
         dalenius=statistics.median(times),
         raw=statistics.median(raw_times),
     )
@@ -660,7 +692,9 @@ def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outco
         load_postgres(folder, schema)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tpch.toml"
-        path.write_text(catalog_text(folder, args.orders, args.lines, engine, schema))
+        path.write_text(
+            catalog_text(folder, args.orders, args.lines, engine, schema, args.unit_through_orders)
+        )
         catalog = load_catalog(path)
         ledger = open_ledger(None)
         ledger.set_budget("analyst", catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
@@ -689,6 +723,8 @@ def line(o: Outcome) -> str:
     if not o.answered:
         return f"{o.name:6} {'refused':9} {o.reason[:100]}"
     error = "no group" if math.isnan(o.error) else f"{o.error:.4f}"
+    if o.nulls:
+        error = f"{o.nulls} NULL, {error}"
     if o.public:
         error = "exact" if o.error == 0 else "MISMATCH"
     return (
@@ -697,13 +733,23 @@ def line(o: Outcome) -> str:
     )
 
 
-def report(scale: float, engine: str, outcomes: list[Outcome], epsilon: float) -> None:
+def report(
+    scale: float, engine: str, outcomes: list[Outcome], epsilon: float, through: bool = False
+) -> None:
     answered = sum(o.answered for o in outcomes)
-    print(f"\nTPC-H SF {scale:g}, customer as the privacy unit, epsilon = {epsilon:g} ({engine})")
+    unit = "customer as the privacy unit"
+    if through:
+        unit += " (lineitem's reached through its order)"
+    print(f"\nTPC-H SF {scale:g}, {unit}, epsilon = {epsilon:g} ({engine})")
     print(f"{'query':6} {'answered':9} {'rel. error':>10} {'dalenius':>10} {'raw':>9} {'ratio':>6}")
     for o in outcomes:
         print(line(o))
     print(f"answered {answered} of {len(outcomes)}")
+    if any(o.nulls for o in outcomes):
+        print(
+            "n NULL: cells released as NULL (a ratio whose noisy denominator came out 0), "
+            "each counted as a relative error of 1"
+        )
 
 
 def main() -> int:
@@ -730,11 +776,18 @@ def main() -> int:
     parser.add_argument(
         "--queries", nargs="+", default=None, help="only these queries (Q1 … Q22; default all)"
     )
+    parser.add_argument(
+        "--unit-through-orders",
+        action="store_true",
+        help="declare lineitem's customer as reached through l_orderkey -> orders.o_orderkey "
+        "(privacy_unit.through) instead of reading the l_custkey column written beside it",
+    )
     args = parser.parse_args()
     print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
     for scale in args.scale:
         for engine in args.engines:
-            report(scale, engine, run_scale(scale, engine, args), args.epsilon)
+            outcomes = run_scale(scale, engine, args)
+            report(scale, engine, outcomes, args.epsilon, args.unit_through_orders)
     print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 

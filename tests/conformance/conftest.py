@@ -52,6 +52,7 @@ def catalogs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         "many": datasets.write_mixed(folder, "many"),
         "adult_shuffled": datasets.shuffled_adult(folder),
         "shop": datasets.write_shop(folder),
+        "sales": datasets.write_sales(folder),
     }
 
 

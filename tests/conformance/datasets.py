@@ -362,3 +362,69 @@ def write_shop(folder: Path) -> Catalog:
     )
     (folder / "shop.toml").write_text(SHOP_TOML.format(folder=folder, max_rows=4))
     return load_catalog(folder / "shop.toml")
+
+
+SALES_TOML = """
+[dataset]
+name = "sales"
+
+[tables.orders]
+source = {{ csv = "{folder}/sales_orders.csv" }}
+privacy_unit = {{ column = "o_custkey", max_rows = 3 }}
+
+[tables.orders.columns]
+o_orderkey = {{ type = "int" }}
+o_custkey = {{ type = "int" }}
+o_priority = {{ type = "str", keys = ["high", "low"] }}
+
+[tables.lines]
+source = {{ csv = "{folder}/sales_lines.csv" }}
+privacy_unit = {{ column = "l_custkey", max_rows = 6, max_groups = 2, through = {{ column = "l_orderkey", table = "orders", key = "o_orderkey" }} }}
+
+[tables.lines.columns]
+l_orderkey = {{ type = "int" }}
+l_quantity = {{ type = "int", bounds = [0, 40] }}
+l_price = {{ type = "float", bounds = [0, 500] }}
+l_flag = {{ type = "str", keys = ["A", "N", "R"] }}
+"""
+
+
+def sales_frames(seed: int = 29) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``orders`` of 60 customers (1 to 6 each, one key shared by two customers, two orders
+    without a customer) and their ``lines`` (0 to 8 per order, some pointing at no order).
+    """
+    rng = np.random.Generator(np.random.PCG64(seed))  # test data only, never noise
+    counts = rng.integers(1, 7, 60)
+    customers = np.arange(1, 61).repeat(counts).astype(float)
+    customers[[3, 40]] = np.nan  # orders without a customer: their lines reach no unit
+    keys = np.arange(1, len(customers) + 1)
+    keys[10] = keys[11]  # one order key held by two customers: its lines reach both
+    orders = pd.DataFrame(
+        {
+            "o_orderkey": keys,
+            "o_custkey": pd.array(customers, dtype="Int64"),
+            "o_priority": rng.choice(["high", "low"], len(keys)),
+        }
+    )
+    per_order = rng.integers(0, 9, len(keys))
+    line_keys = np.concatenate([keys.repeat(per_order), [9_001, 9_002, 9_002]])
+    lines = pd.DataFrame(
+        {
+            "l_orderkey": line_keys,
+            "l_quantity": rng.integers(1, 50, len(line_keys)),
+            "l_price": rng.choice([12.5, 99.0, 250.25, 640.0], len(line_keys)),
+            "l_flag": rng.choice(["A", "N", "R"], len(line_keys)),
+        }
+    )
+    return orders, lines.sample(frac=1, random_state=3).reset_index(drop=True)
+
+
+def write_sales(folder: Path, orders: pd.DataFrame | None = None) -> Catalog:
+    """``sales``: orders with the customer as the unit, and lines that reach it through their
+    order's key (``privacy_unit.through``); ``orders`` replaces the generated orders.
+    """
+    generated, lines = sales_frames()
+    (orders if orders is not None else generated).to_csv(folder / "sales_orders.csv", index=False)
+    lines.to_csv(folder / "sales_lines.csv", index=False)
+    (folder / "sales.toml").write_text(SALES_TOML.format(folder=folder))
+    return load_catalog(folder / "sales.toml")

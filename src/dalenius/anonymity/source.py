@@ -135,7 +135,7 @@ def _catalog_sql(con: duckdb.DuckDBPyConnection, table: Table) -> str:
             f"the {source.kind} source of table {table.name!r} cannot be anonymised in DuckDB.",
             fix="export the table to Parquet and point the catalog at it.",
         )
-    projection = ", ".join(_converted(c.name, c.type) for c in table.columns)
+    projection = ", ".join(_converted(c.name, c.type) for c in table.stored_columns)
     return f"SELECT {projection} FROM {raw}"
 
 

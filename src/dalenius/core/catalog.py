@@ -46,7 +46,7 @@ from typing import Any
 
 from dalenius.core.errors import CatalogError
 from dalenius.core.frames import FRAME_KIND, ONE_SHOT, frame_label, frame_type, is_frame
-from dalenius.core.unit import IdUnit, PrivacyUnit, RowUnit
+from dalenius.core.unit import IdUnit, PrivacyUnit, Reach, RowUnit
 
 COLUMN_TYPES = ("int", "float", "str", "bool", "date")
 """Column types a catalog may declare."""
@@ -98,8 +98,10 @@ DEFAULT_BOUNDS_EPSILON = Fraction(1, 20)
 MAX_JOIN_ROWS = 1_000_000
 """The largest ``join_rows_per_key``: beyond it the sensitivity of a joined count would pass what
 the samplers calibrate, and truncation would no longer be the bound that matters."""
-UNIT_KEYS = ("column", "max_rows", "max_groups")
+UNIT_KEYS = ("column", "max_rows", "max_groups", "through")
 """Every key a catalog may use, by section (the docs test checks each is documented)."""
+THROUGH_KEYS = ("column", "table", "key")
+"""The keys of ``privacy_unit.through``, every one required."""
 
 MAX_PEOPLE = 10**6
 """The largest ``min_people`` accepted (its threshold grows with it; a larger rule hides all)."""
@@ -204,6 +206,22 @@ class Table:
     def column_names(self) -> tuple[str, ...]:
         """Names of the declared columns, in catalog order."""
         return tuple(c.name for c in self.columns)
+
+    @property
+    def stored_columns(self) -> tuple[Column, ...]:
+        """The columns read from the source: every column but a unit reached through a key,
+        which the engine joins in from the referenced table (:class:`dalenius.core.unit.Reach`).
+        """
+        unit = self.privacy_unit
+        if isinstance(unit, IdUnit) and unit.through is not None:
+            return tuple(c for c in self.columns if c.name != unit.column)
+        return self.columns
+
+    @property
+    def reach(self) -> Reach | None:
+        """How the table's rows reach their unit through another table's key, if they do."""
+        unit = self.privacy_unit
+        return unit.through if isinstance(unit, IdUnit) else None
 
 
 @dataclass(frozen=True)
@@ -413,6 +431,7 @@ class _Validator:
             tables.append(self.table(table_name, table_doc))
         engine_name = self.engine(engine, tables)
         constant_time = self.constant_time(dataset, engine_name, tables)
+        tables = [self.reached_unit(t, tables, constant_time) for t in tables]
         return Catalog(
             name=name.strip(),
             tables=tuple(tables),
@@ -832,10 +851,12 @@ class _Validator:
                 raise self.error(
                     f"unknown privacy_unit key(s) {sorted(unknown)}.",
                     table=table,
-                    fix="use column, max_rows and max_groups.",
+                    fix="use column, max_rows, max_groups and through.",
                 )
             col = raw.get("column")
-            if not isinstance(col, str) or col.lower() not in {c.name.lower() for c in columns}:
+            through = self.through(table, raw.get("through"), col, columns, public)
+            declared = isinstance(col, str) and col.lower() in {c.name.lower() for c in columns}
+            if through is None and not declared:
                 raise self.error(
                     f"privacy_unit column {col!r} is not a declared column.",
                     table=table,
@@ -849,9 +870,110 @@ class _Validator:
                         f"privacy_unit {cap} must be an integer >= 1; got {value!r}.", table=table
                     )
                 caps[cap] = value
-            return IdUnit(column=col, max_rows=caps["max_rows"], max_groups=caps["max_groups"])
+            return IdUnit(
+                column=str(col),
+                max_rows=caps["max_rows"],
+                max_groups=caps["max_groups"],
+                through=through,
+            )
         raise self.error(
             f'privacy_unit must be "row" or an inline table; got {raw!r}.',
             table=table,
             fix='write privacy_unit = "row".',
+        )
+
+    def through(
+        self, table: str, raw: Any, column: Any, columns: list[Column], public: bool
+    ) -> Reach | None:
+        """``privacy_unit.through``: the unit reached through a key of another table, checked
+        within this table (the other table is checked by :meth:`reached_unit`).
+        """
+        if raw is None:
+            return None
+        fix = (
+            'write privacy_unit = { column = "l_custkey", through = { column = "l_orderkey", '
+            'table = "orders", key = "o_orderkey" }, max_rows = 280 }.'
+        )
+        if public:
+            raise self.error("a public table has no privacy unit to reach.", table=table)
+        if not isinstance(raw, dict) or set(raw) != set(THROUGH_KEYS):
+            raise self.error(
+                f"privacy_unit through must be an inline table with column, table and key; "
+                f"got {raw!r}.",
+                table=table,
+                fix=fix,
+            )
+        if not all(isinstance(raw[k], str) and _IDENT.match(raw[k]) for k in THROUGH_KEYS):
+            raise self.error(
+                "privacy_unit through: column, table and key must be plain SQL identifiers.",
+                table=table,
+                fix=fix,
+            )
+        names = {c.name.lower() for c in columns}
+        if not isinstance(column, str) or not _IDENT.match(column) or column.lower() in names:
+            raise self.error(
+                f"privacy_unit column {column!r}: with through, the column names the unit the "
+                "engine joins in, so it must be a new name, not a declared column.",
+                table=table,
+                fix=fix,
+            )
+        if raw["column"].lower() not in names:
+            raise self.error(
+                f"privacy_unit through column {raw['column']!r} is not a declared column.",
+                table=table,
+                fix="declare the key column under columns and name it in through.",
+            )
+        declared = {c.name.lower(): c.name for c in columns}
+        return Reach(column=declared[raw["column"].lower()], table=raw["table"], key=raw["key"])
+
+    def reached_unit(self, table: Table, tables: list[Table], constant_time: bool) -> Table:
+        """``table`` with its unit reached through another table's key added as a column (of
+        the referenced unit's type), once the referenced table is known to be a private table
+        whose unit is a stored column and whose key has the same type as the table's column.
+        """
+        reach = table.reach
+        if reach is None:
+            return table
+        unit = table.privacy_unit
+        assert isinstance(unit, IdUnit)
+        where = f"privacy_unit through table {reach.table!r}"
+        if constant_time:
+            raise self.error(
+                "constant_time does not support a unit reached through another table.",
+                table=table.name,
+                fix="store the unit's column in the table, or set constant_time = false.",
+            )
+        other = next((t for t in tables if t.name.lower() == reach.table.lower()), None)
+        if other is None or other is table:
+            raise self.error(
+                f"{where} is not another table of the catalog.",
+                table=table.name,
+                fix="name the table whose key the column refers to.",
+            )
+        other_unit = other.privacy_unit
+        if other.public or not isinstance(other_unit, IdUnit) or other_unit.through is not None:
+            raise self.error(
+                f"{where} must be a private table whose privacy_unit is a column it stores.",
+                table=table.name,
+                fix=f"give {other.name} privacy_unit = {{ column = ... }}, or store the unit's "
+                "column in this table.",
+            )
+        key = other.column(reach.key)
+        mine = table.column(reach.column)
+        assert mine is not None
+        if key is None or key.type != mine.type:
+            found = "has no such column" if key is None else f"is {key.type}, not {mine.type}"
+            raise self.error(
+                f"{where}: key {reach.key!r} {found}.",
+                table=table.name,
+                fix=f"name a column of {other.name} of the same type as {reach.column}.",
+            )
+        id_column = other.column(other_unit.column)
+        assert id_column is not None
+        reached = Column(name=unit.column, type=id_column.type)
+        fixed = Reach(reach.column, other.name, key.name, unit=id_column.name)
+        return replace(
+            table,
+            privacy_unit=replace(unit, through=fixed),
+            columns=(*table.columns, reached),
         )

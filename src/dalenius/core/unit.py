@@ -19,6 +19,29 @@ class RowUnit:
 
 
 @dataclass(frozen=True)
+class Reach:
+    """How a table's rows reach their unit through a key of another table (a foreign key).
+
+    A row belongs to the unit of every row of ``table`` whose ``key`` equals the row's
+    ``column`` (TPC-H's ``lineitem.l_orderkey`` → ``orders.o_orderkey``, whose ``o_custkey`` is
+    the customer). The engine joins the unit in; the table need not store it. A row that
+    reaches no such row belongs to no unit and is left out of every answer, as a row with a
+    NULL id is; a row that reaches several is counted once for each of their units, under each
+    one's caps (docs/privacy.md, "A unit reached through a key").
+    """
+
+    column: str
+    table: str
+    key: str
+    unit: str = ""
+    """The referenced table's own unit column (filled in when the catalog is checked)."""
+
+    def describe(self) -> str:
+        """``l_orderkey = orders.o_orderkey``."""
+        return f"{self.column} = {self.table}.{self.key}"
+
+
+@dataclass(frozen=True)
 class IdUnit:
     """All rows sharing a value of ``column`` form one privacy unit (user-level privacy).
 
@@ -30,11 +53,15 @@ class IdUnit:
     column: str
     max_rows: int = 1
     max_groups: int = 1
+    through: Reach | None = None
+    """Set when ``column`` is not stored in the table but reached through a key: the column is
+    then the referenced table's unit, joined in by the engine."""
 
     def describe(self) -> str:
         """One line for explain output."""
+        reached = f", reached through {self.through.describe()}" if self.through else ""
         return (
-            f"all rows with the same {self.column} "
+            f"all rows with the same {self.column}{reached} "
             f"(at most {self.max_rows} row{'s' if self.max_rows != 1 else ''} and "
             f"{self.max_groups} group{'s' if self.max_groups != 1 else ''} each)"
         )

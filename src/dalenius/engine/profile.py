@@ -188,12 +188,12 @@ class _Profiler:
     def unreadable(self) -> dict[str, int]:
         """Per non-text column, values in the source that the declared type reads as NULL."""
         source_counts = getattr(self.executor, "source_counts", None)
-        checked = [c for c in self.table.columns if c.type != "str"]
+        checked = [c for c in self.table.stored_columns if c.type != "str"]
         if source_counts is None or not checked:
             return {}
         raw_counts = source_counts(self.table, [c.name for c in checked])
         counts = ", ".join(f"COUNT({self.quote(c.name)})" for c in checked)
-        (read_counts,) = self.fetch(f"SELECT {counts} FROM {self.relation}")
+        (read_counts,) = self.fetch(f"SELECT {counts} FROM {self.stored()}")
         return {
             c.name: int(r or 0) - int(v or 0)
             for c, r, v in zip(checked, raw_counts, read_counts, strict=True)
@@ -207,6 +207,13 @@ class _Profiler:
         if count is None or self.table.source.kind != "csv":
             return None
         return {str(why): int(n) for why, n in count(self.table).items()}
+
+    def stored(self) -> str:
+        """The table's rows as stored: for a unit reached through a key, before it is joined
+        in (a key held by several rows of the other table repeats a row, once per unit).
+        """
+        stored_relation = getattr(self.executor, "stored_relation", None)
+        return self.relation if stored_relation is None else str(stored_relation(self.table))
 
     def unit_facts(self) -> dict[str, Any] | None:
         unit = self.table.privacy_unit
@@ -229,7 +236,18 @@ class _Profiler:
         )
         values = [int(v or 0) for v in row]
         (no_id,) = self.fetch(f"SELECT COUNT(*) FROM {self.relation} WHERE {pid} IS NULL")
+        reach = self.table.reach
+        reached: dict[str, Any] = {}
+        if reach is not None:
+            ((stored,),) = self.fetch(f"SELECT COUNT(*) FROM {self.stored()}")
+            ((joined,),) = self.fetch(f"SELECT COUNT(*) FROM {self.relation}")
+            reached = {
+                "through": reach.describe(),
+                "stored_rows": int(stored or 0),
+                "repeated_rows": int(joined or 0) - int(stored or 0),
+            }
         return {
+            **reached,
             "column": unit.column,
             "max_rows": unit.max_rows,
             "max_groups": unit.max_groups,
@@ -324,7 +342,20 @@ def _unit_findings(unit: dict[str, Any], share: Callable[[int], str]) -> list[st
             f"(at most {unit['most_rows']:,}); {share(unit['rows_dropped'])} are dropped "
             "from every query."
         )
-    if unit["rows_without_id"]:
+    through = unit.get("through")
+    if through is not None and unit["repeated_rows"]:
+        out.append(
+            f"privacy unit {unit['column']!r}: {unit['repeated_rows']:,} rows more than the "
+            f"{unit['stored_rows']:,} stored: a key that several rows hold ({through}) gives "
+            "its rows once to each of their units, each under its own caps."
+        )
+    if through is not None and unit["rows_without_id"]:
+        out.append(
+            f"privacy unit {unit['column']!r}: {share(unit['rows_without_id'])} reach no unit "
+            f"through {through} (no row holds their key, or its unit is NULL) and are never "
+            "counted."
+        )
+    elif unit["rows_without_id"]:
         out.append(
             f"privacy unit {unit['column']!r}: {share(unit['rows_without_id'])} have no id "
             "(NULL) and are never counted."

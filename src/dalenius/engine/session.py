@@ -1545,9 +1545,20 @@ class Session:
         """The ledger's key for an identical request: the plan, its tables' data versions and
         its record's format (an identical earlier request is answered from its record).
         """
-        versions = "|".join(self.executor.data_version(t) for t in plan.tables)
+        versions = "|".join(self._data_version(t) for t in plan.tables)
         payload = f"{plan.fingerprint()}|{versions}|{plan.answer_format}"
         return hashlib.sha256(payload.encode()).hexdigest()
+
+    def _data_version(self, table: Table) -> str:
+        """The table's data version; a unit reached through another table's key also takes
+        that table's version (its rows decide which unit each row belongs to).
+        """
+        version = self.executor.data_version(table)
+        reach = table.reach
+        referenced = self.catalog.table(reach.table) if reach else None
+        if referenced is None:
+            return version
+        return f"{version}+{self.executor.data_version(referenced)}"
 
     def _audit(
         self, sql: str, outcome: str, exc: DaleniusError, plan: DPQuery | None = None

@@ -15,6 +15,7 @@ from typing import Any
 from dalenius.core.catalog import Catalog, Table
 from dalenius.core.dialect import Dialect
 from dalenius.core.errors import ExecutionError
+from dalenius.core.unit import IdUnit
 
 Row = tuple[Any, ...]
 
@@ -187,3 +188,25 @@ def files_fingerprint(paths: Sequence[str]) -> str:
         # os.path.realpath is what Path.resolve computes, without building Path objects.
         digest.update(f"{os.path.realpath(path)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
+
+
+def table_view(table: Table, projection: str, relation: str, dialect: Dialect) -> str:
+    """The ``SELECT`` of ``table``'s relation: its stored columns converted (``projection``)
+    from ``relation``, and, for a unit reached through another table's key, that unit joined in.
+
+    Each row is joined with every row of the referenced table (by name: its own converted
+    relation, made first) whose key equals the row's column, and takes that row's unit; a row
+    that reaches none keeps a NULL unit, which bounding leaves out as it does any row without
+    an id (docs/privacy.md, "A unit reached through a key"). The same SQL on every engine.
+    """
+    select = f"SELECT {projection} FROM {relation}"
+    unit = table.privacy_unit
+    reach = table.reach
+    if reach is None or not isinstance(unit, IdUnit):
+        return select
+    q = dialect.quote
+    return (
+        f"SELECT __b.*, __r.__unit AS {q(unit.column)} FROM ({select}) AS __b "
+        f"LEFT JOIN (SELECT {q(reach.key)} AS __key, {q(reach.unit)} AS __unit "
+        f"FROM {q(reach.table)}) AS __r ON __b.{q(reach.column)} = __r.__key"
+    )

@@ -42,6 +42,7 @@ from dalenius.executors.base import (
     Watchdog,
     files_fingerprint,
     loading,
+    table_view,
     time_limit_error,
 )
 from dalenius.executors.csv_text import (
@@ -193,6 +194,7 @@ class DuckDBExecutor(Executor):
             or name.startswith("__")
             or self.catalog.constant_time
             or table.source.kind == "csv"
+            or table.reach is not None
             or name not in self._loaded
         ):
             return ""
@@ -346,7 +348,7 @@ class DuckDBExecutor(Executor):
                     fix=f"check that the file is a valid {table.source.kind} file.",
                 ) from None
             present = {str(row[0]).lower() for row in described}
-        for column in table.columns:
+        for column in table.stored_columns:
             if column.name.lower() not in present:
                 # The names found are not listed: a file that is not a valid source would
                 # have its first line echoed as "column names".
@@ -365,24 +367,48 @@ class DuckDBExecutor(Executor):
 
     def _create(self, table: Table) -> None:
         raw = self._raw_relation(table)
-        projection = ", ".join(_converted(c) for c in table.columns)
+        projection = ", ".join(_converted(c) for c in table.stored_columns)
         name = DUCKDB.quote(table.name)
         if self.catalog.constant_time:
             self._materialise(table, raw, projection)
             self._loaded.add(table.name)
             return
+        reach = table.reach
+        referenced = self.catalog.table(reach.table) if reach else None
+        if referenced is not None and referenced.name not in self._loaded:
+            self._load(referenced)  # its relation is joined into this one's
+        # A unit reached through a key is joined in by a view over the stored columns.
+        stored = DUCKDB.quote(f"__stored_{table.name}") if reach else name
         if table.source.kind == "csv":
             # Load the text first, then convert from that table: converting straight from
             # read_csv lets DuckDB push TRY_CAST into the CSV reader, which raises on a malformed
             # value instead of reading NULL — an error that would depend on the data.
             text = DUCKDB.quote(f"__text_{table.name}")
             self._load_text(table, raw, text)
-            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT {projection} FROM {text}")
+            self._con.execute(
+                f"CREATE OR REPLACE TABLE {stored} AS SELECT {projection} FROM {text}"
+            )
             self._con.execute(f"DROP TABLE {text}")
+        elif reach:
+            self._con.execute(f"CREATE OR REPLACE VIEW {stored} AS SELECT {projection} FROM {raw}")
         else:
             self._con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {projection} FROM {raw}")
-        self._check_row_count(table, name)
+        if reach:
+            self._con.execute(
+                f"CREATE OR REPLACE VIEW {name} AS {table_view(table, '*', stored, DUCKDB)}"
+            )
+        self._check_row_count(table, stored)
         self._loaded.add(table.name)
+
+    def stored_relation(self, table: Table) -> str:
+        """The relation of ``table``'s rows as stored, converted: the table's own relation, or
+        for a unit reached through a key, its rows before the unit is joined in (for the
+        custodian's ``catalog check``, which counts what the source holds).
+        """
+        self.prepare(table)
+        if table.reach is None:
+            return DUCKDB.quote(table.name)
+        return DUCKDB.quote(f"__stored_{table.name}")
 
     def _materialise(self, table: Table, raw: str, projection: str) -> None:
         """Load ``table`` into memory; an id unit keeps at most ``max_rows`` rows per person."""

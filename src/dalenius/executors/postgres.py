@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.dialect import POSTGRES
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
-from dalenius.executors.base import Executor, Row, time_limit_error
+from dalenius.executors.base import Executor, Row, table_view, time_limit_error
 from dalenius.executors.convert import (
     BIGINT_MAX,
     BIGINT_MIN,
@@ -211,14 +211,14 @@ class PostgresExecutor(Executor):
                 conn.execute(definition)
             # Temporary views are searched before any schema, so the exact SQL's unqualified
             # table names resolve to these converted, declared-columns-only relations.
-            for table in self.catalog.tables:
+            # A table whose unit is reached through another's key joins that table's view:
+            # those are made last.
+            for table in sorted(self.catalog.tables, key=lambda t: t.reach is not None):
                 relation = self._relations.get(table.name) or self._describe(conn, table)
                 self._relations[table.name] = relation
-                projection = ", ".join(_converted(c, relation, table) for c in table.columns)
-                conn.execute(
-                    f"CREATE OR REPLACE TEMP VIEW {POSTGRES.quote(table.name)} AS "
-                    f"SELECT {projection} FROM {relation.qualified}"
-                )
+                projection = ", ".join(_converted(c, relation, table) for c in table.stored_columns)
+                view = table_view(table, projection, relation.qualified, POSTGRES)
+                conn.execute(f"CREATE OR REPLACE TEMP VIEW {POSTGRES.quote(table.name)} AS {view}")
             conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
             # The views convert each column (NULLIF, guarded casts), and PostgreSQL cannot
             # estimate a condition on a converted column: it guesses one row and joins with a
@@ -262,7 +262,7 @@ class PostgresExecutor(Executor):
             (oid,),
         ).fetchall()
         types = {str(name).lower(): (str(name), str(typ)) for name, typ in rows}
-        for column in table.columns:
+        for column in table.stored_columns:
             if column.name.lower() not in types:
                 raise CatalogError(
                     f"the PostgreSQL table {qualified} has no column {column.name!r} "

@@ -93,7 +93,7 @@ def _check_kind(table: Table, path: str, size: int) -> None:
         raise _refusal(table, f"the source file {_name(path)!r} is not a DuckDB database file.")
     if kind == "csv":
         present = {name.lower() for name in csv_header(table)}
-        missing = [c.name for c in table.columns if c.name.lower() not in present]
+        missing = [c.name for c in table.stored_columns if c.name.lower() not in present]
         if missing:
             # The names found are not listed: they would quote the file's first line.
             raise _refusal(

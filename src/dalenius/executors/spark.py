@@ -36,7 +36,13 @@ from typing import Any
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.dialect import SPARK
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
-from dalenius.executors.base import Executor, Row, files_fingerprint, time_limit_error
+from dalenius.executors.base import (
+    Executor,
+    Row,
+    files_fingerprint,
+    table_view,
+    time_limit_error,
+)
 from dalenius.executors.convert import (
     BIGINT_MAX,
     BIGINT_MIN,
@@ -275,7 +281,7 @@ class SparkExecutor(Executor):
                 f"Spark cannot read the source {location!r}: {first}", table=table.name
             ) from None
         types = {name.lower(): (name, typ) for name, typ in frame.dtypes}
-        for column in table.columns:
+        for column in table.stored_columns:
             if column.name.lower() not in types:
                 raise CatalogError(
                     f"the source has no column {column.name!r} "
@@ -302,11 +308,15 @@ class SparkExecutor(Executor):
         types = {name.lower(): (name, typ) for name, typ in frame.dtypes}
         raw = f"__dalenius_raw_{table.name}"
         frame.createOrReplaceTempView(raw)
-        projection = ", ".join(_converted(c, *types[c.name.lower()], table) for c in table.columns)
-        self._spark.sql(
-            f"CREATE OR REPLACE TEMP VIEW {SPARK.quote(table.name)} AS "
-            f"SELECT {projection} FROM {SPARK.quote(raw)}"
+        projection = ", ".join(
+            _converted(c, *types[c.name.lower()], table) for c in table.stored_columns
         )
+        reach = table.reach
+        referenced = self.catalog.table(reach.table) if reach else None
+        if referenced is not None and referenced.name not in self._loaded:
+            self._register(referenced)  # its view is joined into this one's
+        view = table_view(table, projection, SPARK.quote(raw), SPARK)
+        self._spark.sql(f"CREATE OR REPLACE TEMP VIEW {SPARK.quote(table.name)} AS {view}")
         self._loaded.add(table.name)
 
 

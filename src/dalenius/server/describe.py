@@ -91,6 +91,8 @@ def table_json(table: Table, descriptions: dict[str, Any]) -> dict[str, Any]:
         unit_json.update(
             kind="id", column=unit.column, max_rows=unit.max_rows, max_groups=unit.max_groups
         )
+        if unit.through is not None:
+            unit_json["through"] = unit.through.describe()
     return {
         "name": table.name,
         "description": texts.get("description", ""),

@@ -265,6 +265,12 @@ class PrivacyUnitInfo(_Response):
     column: str | None = None
     max_rows: int | None = None
     max_groups: int | None = None
+    through: str | None = Field(
+        default=None,
+        description="When the table does not store its unit: the key that leads to it, "
+        "as `l_orderkey = orders.o_orderkey` (each row belongs to the unit of the row of "
+        "`orders` whose `o_orderkey` equals its `l_orderkey`).",
+    )
 
 
 class TableInfo(_Response):

@@ -198,7 +198,9 @@ class _Relations(_SemiJoins):
                 unit_field,
                 unit.max_rows,
                 unit.max_groups,
-                f"each {unit.column} of {table.name} (at most {_plural(unit.max_rows, 'row')} "
+                f"each {unit.column} of {table.name}"
+                + (f", reached through {unit.through.describe()}" if unit.through else "")
+                + f" (at most {_plural(unit.max_rows, 'row')} "
                 f"in {_plural(unit.max_groups, 'group')} each)",
             )
         else:
