@@ -86,7 +86,10 @@ def catalog_text(
     ``through``, ``lineitem`` reaches its customer through ``l_orderkey`` → ``orders`` (the
     written ``l_custkey`` column is not declared, and the engine joins the customer in).
 
-    Bounds and key lists are the TPC-H specification's (clause 4.2.3), public by definition.
+    Bounds and key lists are the TPC-H specification's (clause 4.2.3), public by definition;
+    ``o_orderkey`` is the orders' primary key (clause 1.4.2), declared ``join_rows_per_key = 1``:
+    a line joined with its order on the customer and the order key meets one order, so the
+    joined customer keeps at most ``--lines`` rows rather than ``--lines`` × ``--orders``.
     """
 
     def keys(values: list[str]) -> str:
@@ -151,7 +154,7 @@ source = {source("orders")}
 privacy_unit = {{ column = "o_custkey", max_rows = {orders} }}
 
 [tables.orders.columns]
-o_orderkey = "int"
+o_orderkey = {{ type = "int", join_rows_per_key = 1 }}
 o_custkey = "int"
 o_orderstatus = {{ type = "str", keys = ["F", "O", "P"] }}
 o_totalprice = {{ type = "float", bounds = [0, 600000] }}

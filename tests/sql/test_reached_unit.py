@@ -256,3 +256,84 @@ def test_a_catalog_built_in_python_reaches_the_unit_of_in_memory_frames(tmp_path
     assert exact_units_for(frames, sql, salt=9) == exact_units_for(files, sql, salt=9)
     info = table_json(catalog.tables[1], {})["privacy_unit"]
     assert info["through"] == "l_orderkey = orders.o_orderkey"
+
+
+JOINED = (
+    "SELECT o_priority, COUNT(*), SUM(l_quantity) FROM lines "
+    "JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey GROUP BY o_priority"
+)
+
+
+def _keyed(folder: Path, orders: pd.DataFrame | None = None, per_key: str = "1") -> Session:
+    """The sales session with ``o_orderkey`` declared ``join_rows_per_key`` (an order key)."""
+    session = _session(folder, orders)
+    session.close()
+    path = folder / "sales.toml"
+    text = path.read_text().replace(
+        'o_orderkey = { type = "int" }',
+        f'o_orderkey = {{ type = "int", join_rows_per_key = {per_key} }}',
+    )
+    path.write_text(text)
+    catalog = load_catalog(path)
+    return Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+
+
+def test_a_key_declared_beside_the_unit_caps_the_joined_rows_at_r_times_tau(
+    tmp_path: Path,
+) -> None:
+    """Lines (6 per customer) join orders (3 per customer) on the customer and the order key:
+    with ``o_orderkey`` at most 1 row per key a line meets one order, so 6 joined rows, not 18.
+    """
+    assert _session(tmp_path / "plain").prepare(JOINED, 1).plan.bounding.max_rows == 18
+    keyed = _keyed(tmp_path / "keyed")
+    assert keyed.prepare(JOINED, 1).plan.bounding.max_rows == 6
+    assert _keyed(tmp_path / "two", per_key="2").prepare(JOINED, 1).plan.bounding.max_rows == 12
+    text = str(keyed.explain(JOINED, 1))
+    assert (
+        "on l_orderkey = o_orderkey, at most 1 per o_orderkey (at most 6 joined rows each)" in text
+    )
+
+
+def test_removing_a_customer_moves_the_keyed_join_by_at_most_its_sensitivity(
+    tmp_path: Path,
+) -> None:
+    orders, _ = datasets.sales_frames()
+    full = _keyed(tmp_path / "full")
+    sensitivity = full.prepare(JOINED, 1).plan.measurements[0].sensitivity_units
+    assert sensitivity == 6
+    moved = 0
+    for customer in sorted(int(c) for c in orders.o_custkey.dropna().unique())[::3]:
+        without = _keyed(tmp_path / f"without-{customer}", orders[orders.o_custkey != customer])
+        for salt in (5, 1_000_003):
+            neighbour_moves(full, without, JOINED, salt=salt)  # every measurement within
+            counts = (exact_units_for(s, JOINED, salt=salt)["m0"] for s in (full, without))
+            moved = max(moved, sum(abs(a - b) for a, b in zip(*counts, strict=True)))
+        without.close()
+    # Customers hold up to 35 lines: without the cap after the join a count would move by more.
+    assert moved == 6
+
+
+def test_rows_another_private_table_repeats_on_the_key_s_side_raise_its_cap(
+    tmp_path: Path,
+) -> None:
+    """``orders ⋈ notes`` on the customer repeats each order up to 2 times (2 notes per
+    customer), so a line meets up to 2 rows of that order key: 6 lines × 2, not 6 × 1.
+    """
+    session = _keyed(tmp_path / "s")
+    session.close()
+    folder = tmp_path / "s"
+    (folder / "notes.csv").write_text("n_custkey,n_text\n1,a\n1,b\n2,c\n")
+    path = folder / "sales.toml"
+    path.write_text(
+        path.read_text()
+        + '\n[tables.notes]\nsource = { csv = "notes.csv" }\n'
+        + 'privacy_unit = { column = "n_custkey", max_rows = 2 }\n'
+        + '[tables.notes.columns]\nn_custkey = { type = "int" }\nn_text = { type = "str" }\n'
+    )
+    catalog = load_catalog(path)
+    notes = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    sql = (
+        "SELECT COUNT(*) FROM orders JOIN notes ON o_custkey = n_custkey "
+        "JOIN lines ON l_orderkey = o_orderkey AND l_custkey = o_custkey"
+    )
+    assert notes.prepare(sql, 1).plan.bounding.max_rows == 6 * 2

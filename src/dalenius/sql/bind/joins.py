@@ -16,6 +16,7 @@ from typing import Literal
 from sqlglot import exp
 
 from dalenius.core.errors import QueryError
+from dalenius.core.unit import IdUnit
 from dalenius.plan.derive import FieldInfo
 from dalenius.plan.nodes import Field, Filter, Join, Scan, Truncation, UnitSpec, with_fields
 from dalenius.sql.bind.aggregates import _Aggregates
@@ -276,12 +277,20 @@ class _Joins(_Aggregates):
         ):
             return self.truncated(left, right, left_key, right_key, join_kind, join)
         # One unit's rows multiply across the join: up to R_left × R_right joined rows, in
-        # at most as many groups as either side allows (the engine enforces both caps).
+        # at most as many groups as either side allows (the engine enforces both caps). A key
+        # equated beside the unit, declared with join_rows_per_key, caps the rows one row
+        # meets on that side (an order key: one order per line), so fewer suffice.
+        rows = left.unit.max_rows * right.unit.max_rows
+        keyed = self.keyed_rows(left, right, join) if join_kind == "inner" else None
+        described = f"{left.unit.description}, joined with {right.unit.description}"
+        if keyed is not None and keyed[0] < rows:
+            rows, key = keyed
+            described += f" on {key} (at most {rows} joined row{'s' * (rows != 1)} each)"
         unit = replace(
             left.unit,
-            max_rows=left.unit.max_rows * right.unit.max_rows,
+            max_rows=rows,
             max_groups=max(left.unit.max_groups, right.unit.max_groups),
-            description=f"{left.unit.description}, joined with {right.unit.description}",
+            description=described,
         )
         relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
         # After an inner join the right side's unit columns equal the unit on every joined row
@@ -294,6 +303,49 @@ class _Joins(_Aggregates):
             left.tables + right.tables,
             also_unit=equal - {unit.field} if unit.field else equal,
         )
+
+    def keyed_rows(self, left: _Source, right: _Source, join: exp.Expr) -> tuple[int, str] | None:
+        """How many joined rows one unit needs when the inner join on the unit also equates a
+        key that one side declares ``join_rows_per_key = τ`` for: each of the other side's
+        at most ``R`` rows of the unit meets at most ``τ`` rows of it, so ``R·τ`` (the least
+        such bound, with the key that gives it as ``a.k = b.k, at most τ per key``; ``None``
+        without one).
+
+        The number only chooses the cap the engine enforces on each unit's joined rows (the
+        bounding after the join ranks them and keeps that many), so the privacy guarantee
+        holds whatever the data; a unit whose rows share a key more than ``τ`` times loses
+        the rows past the cap, as truncation on that key would drop them.
+        """
+        assert left.unit is not None and right.unit is not None
+        if not isinstance(join, exp.Join):
+            return None
+        both = left.fields + right.fields
+        left_ids = {f.id for f in left.fields}
+        best: tuple[int, str] | None = None
+        for condition in _conjuncts(join):
+            if not isinstance(condition, exp.EQ) or not _column_equality(condition):
+                continue
+            try:
+                a, b = (
+                    self.lookup(both, c.table or None, c.name, c, "JOIN")
+                    for c in (condition.this, condition.expression)
+                )
+            except QueryError:
+                continue  # reported where the condition is read as a filter
+            if (a.id in left_ids) == (b.id in left_ids):
+                continue
+            lf, rf = (a, b) if a.id in left_ids else (b, a)
+            if lf.id in left.unit_fields and rf.id in right.unit_fields:
+                continue
+            for field, side, other in ((rf, right, left), (lf, left, right)):
+                per_key = _rows_per_key(field, side)
+                assert other.unit is not None
+                if per_key is not None and (
+                    best is None or other.unit.max_rows * per_key < best[0]
+                ):
+                    text = f"{condition.sql()}, at most {per_key} per {field.name}"
+                    best = (other.unit.max_rows * per_key, text)
+        return best
 
     def truncated(
         self,
@@ -581,6 +633,24 @@ def _plain_inner(join: exp.Join) -> bool:
         and not join.args.get("using")
         and join.args.get("on") is not None
     )
+
+
+def _rows_per_key(key: Field, side: _Source) -> int | None:
+    """How many of ``side``'s rows of one unit share a value of ``key``: its table's declared
+    ``join_rows_per_key``, times what private tables joined on that side multiply each of its
+    rows by (the side's joined cap over the table's own; 1 for the table alone, or joined with
+    one row per unit). ``None`` when the key declares none.
+    """
+    if key.join_rows_per_key is None or side.unit is None:
+        return None
+    caps = [
+        t.privacy_unit.max_rows
+        for t in side.tables
+        if not t.public and isinstance(t.privacy_unit, IdUnit) and t.column(key.name) is not None
+    ]
+    if not caps:
+        return None
+    return key.join_rows_per_key * max(1, side.unit.max_rows // min(caps))
 
 
 def _conjuncts(join: exp.Join) -> list[exp.Expr]:
