@@ -26,7 +26,10 @@ tables alone and are asked as the specification writes them (answered exactly an
 whether Dalenius answers it (and, if not, the first line of the refusal), the median relative
 error of its released values against the exact answer at ``--epsilon``, and its time beside raw
 DuckDB running the same SQL on the same files (medians of ``--repeats`` runs after a warm-up; no
-answer comes from the ledger's cache).
+answer comes from the ledger's cache). With ``--unit-through-orders`` on DuckDB it also times the
+same SQL in raw DuckDB with ``lineitem`` defined as the declaration defines it (each line's
+customer joined in from ``orders``): what the declaration itself costs a query that reads
+``lineitem`` without joining ``orders``.
 
 This is a benchmark, not a test: it prints one table per scale factor and asserts nothing.
 """
@@ -440,6 +443,10 @@ class Outcome:
     """Answered exactly and free: the query reads public tables alone."""
     nulls: int = 0
     """Cells released as NULL where the exact answer has a number (counted as error 1)."""
+    joined: float = math.nan
+    """With ``--unit-through-orders`` on DuckDB: the raw query with each line's customer joined
+    in from ``orders`` as the declaration defines it (the floor of a query reading ``lineitem``
+    without joining ``orders`` itself)."""
 
 
 class FreshSession(Session):
@@ -522,8 +529,16 @@ def _rows_match(released: Any, exact: Any) -> bool:
     return True
 
 
-def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Namespace) -> Outcome:
-    """Answer or refuse ``sql``; time it against the engine itself (``raw``) on the same tables."""
+def run_query(
+    session: Session,
+    raw: Any,
+    name: str,
+    sql: str,
+    args: argparse.Namespace,
+    joined: Any = None,
+) -> Outcome:
+    """Answer or refuse ``sql``; time it against the engine itself (``raw``) on the same tables,
+    and, where given, against ``joined`` (the engine itself, each line's customer joined in)."""
     delta = 1e-6 if name in NEEDS_DELTA else None
     public = False
     try:
@@ -542,8 +557,14 @@ def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Na
         return Outcome(name, True, f"the raw engine ran over {args.timeout:g} s: not timed")
     times: list[float] = []
     raw_times: list[float] = []
+    joined_times: list[float] = []
     result = None
     for i in range(args.repeats + 1):
+        if joined is not None:
+            started = time.perf_counter()
+            joined(sql)
+            if i:
+                joined_times.append(time.perf_counter() - started)
         started = time.perf_counter()
         raw(sql)
         raw_elapsed = time.perf_counter() - started
@@ -579,6 +600,7 @@ def run_query(session: Session, raw: Any, name: str, sql: str, args: argparse.Na
         nulls=null_cells(released_cells, exact_cells),
         dalenius=statistics.median(times),
         raw=statistics.median(raw_times),
+        joined=statistics.median(joined_times) if joined_times else math.nan,
     )
 
 
@@ -629,10 +651,17 @@ def load_postgres(folder: Path, schema: str) -> None:
 
 
 def raw_runner(
-    engine: str, folder: Path, schema: str, session: Session, timeout: float
+    engine: str,
+    folder: Path,
+    schema: str,
+    session: Session,
+    timeout: float,
+    reached: bool = False,
 ) -> tuple[Any, Any]:
     """The same SQL run by the engine itself on the same tables (no Dalenius), and its closer;
-    a run past ``timeout`` seconds is cancelled and raises RawTimeout.
+    a run past ``timeout`` seconds is cancelled and raises RawTimeout. With ``reached``
+    (DuckDB), ``lineitem`` is the file's lines with each one's customer joined in from
+    ``orders``, as ``privacy_unit.through`` defines it, instead of the column written beside it.
     """
     if engine == "postgres":
         import psycopg
@@ -674,6 +703,12 @@ def raw_runner(
     con = duckdb.connect()
     for name in TABLES:
         con.execute(f"CREATE VIEW {name} AS SELECT * FROM '{folder / (name + '.parquet')}'")
+    if reached:
+        con.execute(
+            "CREATE OR REPLACE VIEW lineitem AS SELECT l.* EXCLUDE (l_custkey), "
+            f"o_custkey AS l_custkey FROM '{folder / 'lineitem.parquet'}' AS l "
+            "LEFT JOIN (SELECT o_orderkey, o_custkey FROM orders) ON l_orderkey = o_orderkey"
+        )
 
     def run_duckdb(sql: str) -> Any:
         timer = threading.Timer(timeout, con.interrupt)
@@ -703,6 +738,9 @@ def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outco
         ledger.set_budget("analyst", catalog.name, ApproxDP(Fraction(10**6), Fraction(1, 2)))
         session = FreshSession(catalog, ledger=ledger, executor=executor_for(catalog))
         raw, close = raw_runner(engine, folder, schema, session, args.timeout)
+        joined = None
+        if args.unit_through_orders and engine == "duckdb":
+            joined, close_joined = raw_runner(engine, folder, schema, session, args.timeout, True)
         session.executor.time_limit = args.timeout
         outcomes = []
         try:
@@ -711,11 +749,13 @@ def run_scale(scale: float, engine: str, args: argparse.Namespace) -> list[Outco
                     continue
                 progress(f"SF {scale:g} on {engine}: {name}")
                 sql = written.replace("{fraction}", f"{0.0001 / scale:g}")
-                outcomes.append(run_query(session, raw, name, sql, args))
+                outcomes.append(run_query(session, raw, name, sql, args, joined))
                 progress(line(outcomes[-1]))
         finally:
             session.close()
             close()
+            if joined is not None:
+                close_joined()
     return outcomes
 
 
@@ -730,10 +770,13 @@ def line(o: Outcome) -> str:
         error = f"{o.nulls} NULL, {error}"
     if o.public:
         error = "exact" if o.error == 0 else "MISMATCH"
-    return (
+    text = (
         f"{o.name:6} {'yes':9} {error:>10} {o.dalenius * 1000:8.1f}ms "
         f"{o.raw * 1000:7.1f}ms {o.dalenius / o.raw:6.2f}"
     )
+    if not math.isnan(o.joined):
+        text += f" {o.joined * 1000:9.1f}ms {o.joined / o.raw:6.2f} {o.dalenius / o.joined:6.2f}"
+    return text
 
 
 def report(
@@ -744,10 +787,20 @@ def report(
     if through:
         unit += " (lineitem's reached through its order)"
     print(f"\nTPC-H SF {scale:g}, {unit}, epsilon = {epsilon:g} ({engine})")
-    print(f"{'query':6} {'answered':9} {'rel. error':>10} {'dalenius':>10} {'raw':>9} {'ratio':>6}")
+    header = (
+        f"{'query':6} {'answered':9} {'rel. error':>10} {'dalenius':>10} {'raw':>9} {'ratio':>6}"
+    )
+    if any(not math.isnan(o.joined) for o in outcomes):
+        header += f" {'joined':>11} {'÷ raw':>6} {'÷ it':>6}"
+    print(header)
     for o in outcomes:
         print(line(o))
     print(f"answered {answered} of {len(outcomes)}")
+    if any(not math.isnan(o.joined) for o in outcomes):
+        print(
+            "joined: raw DuckDB with each line's customer joined in from orders (the view the "
+            "declaration defines), its ratio to raw, and Dalenius's ratio to it"
+        )
     if any(o.nulls for o in outcomes):
         print(
             "n NULL: cells released as NULL (a ratio whose noisy denominator came out 0), "

@@ -53,6 +53,7 @@ def catalogs(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         "adult_shuffled": datasets.shuffled_adult(folder),
         "shop": datasets.write_shop(folder),
         "sales": datasets.write_sales(folder),
+        "sales_keyed": datasets.write_sales(folder, order_key=True),
     }
 
 

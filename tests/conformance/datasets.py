@@ -419,12 +419,25 @@ def sales_frames(seed: int = 29) -> tuple[pd.DataFrame, pd.DataFrame]:
     return orders, lines.sample(frac=1, random_state=3).reset_index(drop=True)
 
 
-def write_sales(folder: Path, orders: pd.DataFrame | None = None) -> Catalog:
+def write_sales(
+    folder: Path, orders: pd.DataFrame | None = None, order_key: bool = False
+) -> Catalog:
     """``sales``: orders with the customer as the unit, and lines that reach it through their
-    order's key (``privacy_unit.through``); ``orders`` replaces the generated orders.
+    order's key (``privacy_unit.through``); ``orders`` replaces the generated orders. With
+    ``order_key``, ``o_orderkey`` is declared ``join_rows_per_key = 1`` (an order key: a join
+    that equates it beside the customer supplies the lines' customer itself), in ``folder``'s
+    ``keyed`` subfolder.
     """
+    if order_key:
+        folder = folder / "keyed"
+        folder.mkdir(exist_ok=True)
     generated, lines = sales_frames()
     (orders if orders is not None else generated).to_csv(folder / "sales_orders.csv", index=False)
     lines.to_csv(folder / "sales_lines.csv", index=False)
-    (folder / "sales.toml").write_text(SALES_TOML.format(folder=folder))
+    text = SALES_TOML.format(folder=folder)
+    if order_key:
+        text = text.replace(
+            'o_orderkey = { type = "int" }', 'o_orderkey = { type = "int", join_rows_per_key = 1 }'
+        )
+    (folder / "sales.toml").write_text(text)
     return load_catalog(folder / "sales.toml")

@@ -34,6 +34,7 @@ QUERIES = [
     "JOIN orders ON l_orderkey = o_orderkey AND l_custkey = o_custkey GROUP BY o_priority",
 ]
 THROUGH = ', through = { column = "l_orderkey", table = "orders", key = "o_orderkey" }'
+ORDER_KEY = 'o_orderkey = { type = "int", join_rows_per_key = 1 }'
 
 
 def _session(folder: Path, orders: pd.DataFrame | None = None) -> Session:
@@ -42,8 +43,9 @@ def _session(folder: Path, orders: pd.DataFrame | None = None) -> Session:
     return Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
 
 
-def _stored(folder: Path) -> Session:
-    """The same lines with their customers stored: one line per order row its key matches."""
+def _stored(folder: Path, order_key: bool = False) -> Session:
+    """The same lines with their customers stored: one line per order row its key matches
+    (``order_key``: ``o_orderkey`` declared ``join_rows_per_key = 1``)."""
     folder.mkdir(parents=True)
     orders, lines = datasets.sales_frames()
     joined = lines.merge(
@@ -54,6 +56,8 @@ def _stored(folder: Path) -> Session:
         folder / "sales_lines.csv", index=False
     )
     text = datasets.SALES_TOML.format(folder=folder).replace(THROUGH, "")
+    if order_key:
+        text = text.replace('o_orderkey = { type = "int" }', ORDER_KEY)
     (folder / "sales.toml").write_text(text + 'l_custkey = { type = "int" }\n')
     catalog = load_catalog(folder / "sales.toml")
     return Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
@@ -264,14 +268,20 @@ JOINED = (
 )
 
 
+EXISTS = (
+    "SELECT o_priority, COUNT(*) FROM orders WHERE EXISTS (SELECT * FROM lines "
+    "WHERE l_orderkey = o_orderkey AND l_custkey = o_custkey AND l_quantity > 20) "
+    "GROUP BY o_priority"
+)
+
+
 def _keyed(folder: Path, orders: pd.DataFrame | None = None, per_key: str = "1") -> Session:
     """The sales session with ``o_orderkey`` declared ``join_rows_per_key`` (an order key)."""
     session = _session(folder, orders)
     session.close()
     path = folder / "sales.toml"
     text = path.read_text().replace(
-        'o_orderkey = { type = "int" }',
-        f'o_orderkey = {{ type = "int", join_rows_per_key = {per_key} }}',
+        'o_orderkey = { type = "int" }', ORDER_KEY.replace("1", per_key)
     )
     path.write_text(text)
     catalog = load_catalog(path)
@@ -306,6 +316,7 @@ def test_removing_a_customer_moves_the_keyed_join_by_at_most_its_sensitivity(
         without = _keyed(tmp_path / f"without-{customer}", orders[orders.o_custkey != customer])
         for salt in (5, 1_000_003):
             neighbour_moves(full, without, JOINED, salt=salt)  # every measurement within
+            neighbour_moves(full, without, EXISTS, salt=salt)
             counts = (exact_units_for(s, JOINED, salt=salt)["m0"] for s in (full, without))
             moved = max(moved, sum(abs(a - b) for a, b in zip(*counts, strict=True)))
         without.close()
@@ -337,3 +348,58 @@ def test_rows_another_private_table_repeats_on_the_key_s_side_raise_its_cap(
         "JOIN lines ON l_orderkey = o_orderkey AND l_custkey = o_custkey"
     )
     assert notes.prepare(sql, 1).plan.bounding.max_rows == 6 * 2
+
+
+SUPPLIED = [
+    JOINED,
+    "SELECT l_flag, COUNT(*), AVG(l_price) FROM orders "
+    "JOIN lines ON o_custkey = l_custkey AND o_orderkey = l_orderkey "
+    "WHERE o_priority = 'high' GROUP BY l_flag",
+    "SELECT COUNT(*) FROM orders AS a JOIN lines ON l_custkey = a.o_custkey "
+    "AND l_orderkey = a.o_orderkey JOIN orders AS b ON b.o_custkey = l_custkey",
+    EXISTS,
+    "SELECT COUNT(*) FROM orders WHERE NOT EXISTS (SELECT 1 FROM lines "
+    "WHERE o_custkey = l_custkey AND o_orderkey = l_orderkey AND l_flag = 'R')",
+]
+
+
+def test_a_join_on_the_order_key_takes_each_line_s_customer_from_its_order(
+    tmp_path: Path,
+) -> None:
+    """With the order key declared, a join equating it beside the customer reads the lines as
+    stored and takes each line's customer from the order it joins (one join of ``orders``, not
+    two): the exact cells are those of the customer stored beside each line, for two hash keys,
+    on data with a key held by two customers, lines that reach no order and orders without one.
+    """
+    keyed, stored = _keyed(tmp_path / "keyed"), _stored(tmp_path / "stored", order_key=True)
+    for sql in SUPPLIED:
+        main = keyed.prepare(sql, 1).exact.main
+        assert '"__stored_lines"' in main and 'FROM "lines"' not in main, sql
+        for salt in (5, 1_000_003):
+            assert exact_units_for(keyed, sql, salt=salt) == exact_units_for(
+                stored, sql, salt=salt
+            ), (sql, salt)
+    assert "each row's reached unit taken from the row it joins" in str(keyed.explain(JOINED, 1))
+
+
+def test_a_join_that_cannot_supply_the_customer_reads_the_lines_with_theirs(
+    tmp_path: Path,
+) -> None:
+    """Without the declaration, without the key equated in the ON condition or with a LEFT
+    JOIN, each line's customer comes from the engine's own join of ``orders``, as before; an
+    EXISTS correlated on both needs no declaration (it only asks whether a line exists)."""
+    keyed = _keyed(tmp_path / "keyed")
+    for session, sql in (
+        (_session(tmp_path / "plain"), JOINED),
+        (keyed, "SELECT COUNT(*) FROM lines JOIN orders ON l_custkey = o_custkey"),
+        (keyed, "SELECT COUNT(*) FROM lines LEFT JOIN orders ON l_custkey = o_custkey"),
+    ):
+        assert '"__stored_lines"' not in session.prepare(sql, 1).exact.main, sql
+    exists = _session(tmp_path / "exists")
+    assert '"__stored_lines"' in exists.prepare(SUPPLIED[3], 1).exact.main
+    for sql in (
+        "SELECT COUNT(*) FROM orders WHERE EXISTS (SELECT 1 FROM lines WHERE l_custkey = o_custkey)",
+        "SELECT COUNT(*) FROM orders WHERE EXISTS (SELECT 1 FROM lines WHERE l_custkey = o_custkey "
+        "AND l_orderkey = o_orderkey AND l_custkey > 3)",
+    ):
+        assert '"__stored_lines"' not in exists.prepare(sql, 1).exact.main, sql

@@ -41,6 +41,15 @@ class Reach:
         return f"{self.column} = {self.table}.{self.key}"
 
 
+def stored_name(table: str) -> str:
+    """The name under which every engine holds ``table``'s rows as stored, converted, before the
+    unit they reach through another table's key is joined in (:class:`Reach`): the exact SQL
+    reads it where a join of its own supplies the unit (``dalenius.plan.nodes.ReachedUnit``).
+    The ``__`` prefix keeps it apart from catalog tables' names.
+    """
+    return f"__stored_{table}"
+
+
 @dataclass(frozen=True)
 class IdUnit:
     """All rows sharing a value of ``column`` form one privacy unit (user-level privacy).

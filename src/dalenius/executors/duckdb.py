@@ -35,7 +35,7 @@ from dalenius.core.dialect import DUCKDB
 from dalenius.core.errors import CatalogError, ExecutionError
 from dalenius.core.frames import FRAME_KIND, frame_type
 from dalenius.core.rng import system_random
-from dalenius.core.unit import IdUnit
+from dalenius.core.unit import IdUnit, stored_name
 from dalenius.executors.base import (
     Executor,
     Row,
@@ -378,7 +378,7 @@ class DuckDBExecutor(Executor):
         if referenced is not None and referenced.name not in self._loaded:
             self._load(referenced)  # its relation is joined into this one's
         # A unit reached through a key is joined in by a view over the stored columns.
-        stored = DUCKDB.quote(f"__stored_{table.name}") if reach else name
+        stored = DUCKDB.quote(stored_name(table.name)) if reach else name
         if table.source.kind == "csv":
             # Load the text first, then convert from that table: converting straight from
             # read_csv lets DuckDB push TRY_CAST into the CSV reader, which raises on a malformed
@@ -408,7 +408,7 @@ class DuckDBExecutor(Executor):
         self.prepare(table)
         if table.reach is None:
             return DUCKDB.quote(table.name)
-        return DUCKDB.quote(f"__stored_{table.name}")
+        return DUCKDB.quote(stored_name(table.name))
 
     def _materialise(self, table: Table, raw: str, projection: str) -> None:
         """Load ``table`` into memory; an id unit keeps at most ``max_rows`` rows per person."""

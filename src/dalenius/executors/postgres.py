@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.dialect import POSTGRES
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
+from dalenius.core.unit import stored_name
 from dalenius.executors.base import Executor, Row, table_view, time_limit_error
 from dalenius.executors.convert import (
     BIGINT_MAX,
@@ -217,7 +218,16 @@ class PostgresExecutor(Executor):
                 relation = self._relations.get(table.name) or self._describe(conn, table)
                 self._relations[table.name] = relation
                 projection = ", ".join(_converted(c, relation, table) for c in table.stored_columns)
-                view = table_view(table, projection, relation.qualified, POSTGRES)
+                source = relation.qualified
+                if table.reach is not None:
+                    # The rows as stored, read where a join supplies the unit (ReachedUnit).
+                    source = POSTGRES.quote(stored_name(table.name))
+                    conn.execute(
+                        f"CREATE OR REPLACE TEMP VIEW {source} AS "
+                        f"SELECT {projection} FROM {relation.qualified}"
+                    )
+                    projection = "*"
+                view = table_view(table, projection, source, POSTGRES)
                 conn.execute(f"CREATE OR REPLACE TEMP VIEW {POSTGRES.quote(table.name)} AS {view}")
             conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
             # The views convert each column (NULLIF, guarded casts), and PostgreSQL cannot

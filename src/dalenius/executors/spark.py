@@ -36,6 +36,7 @@ from typing import Any
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.dialect import SPARK
 from dalenius.core.errors import CatalogError, ExecutionError, MissingExtraError
+from dalenius.core.unit import stored_name
 from dalenius.executors.base import (
     Executor,
     Row,
@@ -315,7 +316,15 @@ class SparkExecutor(Executor):
         referenced = self.catalog.table(reach.table) if reach else None
         if referenced is not None and referenced.name not in self._loaded:
             self._register(referenced)  # its view is joined into this one's
-        view = table_view(table, projection, SPARK.quote(raw), SPARK)
+        source = SPARK.quote(raw)
+        if reach is not None:
+            # The rows as stored, read where a join supplies the unit (ReachedUnit).
+            stored = SPARK.quote(stored_name(table.name))
+            self._spark.sql(
+                f"CREATE OR REPLACE TEMP VIEW {stored} AS SELECT {projection} FROM {source}"
+            )
+            source, projection = stored, "*"
+        view = table_view(table, projection, source, SPARK)
         self._spark.sql(f"CREATE OR REPLACE TEMP VIEW {SPARK.quote(table.name)} AS {view}")
         self._loaded.add(table.name)
 

@@ -62,11 +62,17 @@ class Field:
 
 @dataclass(frozen=True)
 class Scan:
-    """Every row of a catalog table, its declared columns renamed to field ids."""
+    """Every row of a catalog table, its declared columns renamed to field ids.
+
+    ``stored``: the table's rows as stored, without the unit it reaches through another table's
+    key (``privacy_unit.through``); only a :class:`Join` with :attr:`Join.reached` reads a table
+    so, and supplies that unit itself from the row it joins.
+    """
 
     table: str
     alias: str
     fields: tuple[Field, ...]
+    stored: bool = field(default=False, metadata={"omit_if_zero": True})
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,32 @@ class Truncation:
 
 
 @dataclass(frozen=True)
+class ReachedUnit:
+    """How an inner join supplies the unit of a table read as stored (:attr:`Scan.stored`).
+
+    The table reaches its unit through a key of another table (``lineitem.l_orderkey`` →
+    ``orders.o_orderkey``, whose ``o_custkey`` is the line's customer), and the join reads that
+    other table and equates the two keys beside the unit: the row it joins is the row that gives
+    the unit, so the join takes ``unit`` from ``source`` on that row instead of the engine
+    joining the other table twice. In the exact SQL the other table's scan reads ``source`` a
+    second time under ``unit``'s id, and the join matches ``key`` with ``ref_key`` and the
+    written equality with ``unit`` read as ``source`` (docs/privacy.md, "A unit reached through
+    a key").
+
+    Attributes:
+        unit: the field id of the stored table's unit.
+        source: the field id of the other table's unit column on the joined row.
+        key: the field id of the stored table's key column.
+        ref_key: the field id of the other table's key.
+    """
+
+    unit: str
+    source: str
+    key: str
+    ref_key: str
+
+
+@dataclass(frozen=True)
 class Join:
     """An inner or left join on one equality ``left_key = right_key``.
 
@@ -127,6 +159,8 @@ class Join:
     public right side; the engine measures it on the public table before planning).
     ``truncation`` is set on a join of two private tables on a key other than their unit: each
     side is bounded before joining, and the joined rows' stability follows from it.
+    ``reached`` is set where one side is a table read as stored whose unit the join supplies
+    (:class:`ReachedUnit`).
     """
 
     left: Relation
@@ -136,6 +170,7 @@ class Join:
     kind: Literal["inner", "left"]
     multiplicity: int = 1
     truncation: Truncation | None = field(default=None, metadata={"omit_none": True})
+    reached: ReachedUnit | None = field(default=None, metadata={"omit_none": True})
 
 
 @dataclass(frozen=True)

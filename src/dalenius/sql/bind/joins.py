@@ -18,7 +18,17 @@ from sqlglot import exp
 from dalenius.core.errors import QueryError
 from dalenius.core.unit import IdUnit
 from dalenius.plan.derive import FieldInfo
-from dalenius.plan.nodes import Field, Filter, Join, Scan, Truncation, UnitSpec, with_fields
+from dalenius.plan.nodes import (
+    Field,
+    Filter,
+    Join,
+    ReachedUnit,
+    Scan,
+    Truncation,
+    UnitSpec,
+    scans,
+    with_fields,
+)
 from dalenius.sql.bind.aggregates import _Aggregates
 from dalenius.sql.bind.base import _info, _Source
 from dalenius.sql.expressions import Converter
@@ -293,6 +303,11 @@ class _Joins(_Aggregates):
             description=described,
         )
         relation = Join(left.relation, right.relation, left_key, right_key, join_kind)
+        if join_kind == "inner":
+            relation = self.reached(relation, left, right, join)
+        if relation.reached is not None:
+            text = f"{described}, each row's reached unit taken from the row it joins"
+            unit = replace(unit, description=text)
         # After an inner join the right side's unit columns equal the unit on every joined row
         # (a LEFT JOIN leaves them NULL where nothing matched, so they are not carried).
         equal = (right.unit_fields | left.also_unit) if join_kind == "inner" else left.also_unit
@@ -303,6 +318,86 @@ class _Joins(_Aggregates):
             left.tables + right.tables,
             also_unit=equal - {unit.field} if unit.field else equal,
         )
+
+    def reached(self, relation: Join, left: _Source, right: _Source, join: exp.Expr) -> Join:
+        """``relation`` supplying a side's reached unit itself, where it can (:class:`ReachedUnit`).
+
+        A side that is a table whose unit is reached through another table's key (``lineitem``,
+        ``l_orderkey`` → ``orders.o_orderkey``) would have the engine join that other table in
+        to find each row's unit, and this inner join reads that table too: where the ON
+        condition also equates the two keys and the key is declared ``join_rows_per_key = 1``,
+        the joined row is the one that gives the unit, so the side is read as stored and the
+        unit taken from the joined row — the same rows, one join fewer. Where the declaration
+        does not hold (two rows of the other table share a key and a unit), a row meets each of
+        them once here instead of once per pair; the bounding after the join caps each unit's
+        joined rows either way (docs/privacy.md, "A unit reached through a key").
+        """
+        if not isinstance(join, exp.Join):
+            return relation
+        for mine, other, mine_key, is_left in (
+            (left, right, relation.left_key, True),
+            (right, left, relation.right_key, False),
+        ):
+            found = self.reached_by(mine, other, mine_key, join)
+            if found is None or not isinstance(mine.relation, Scan):
+                continue
+            stored = replace(mine.relation, stored=True)
+            if is_left:
+                return replace(relation, left=stored, reached=found)
+            return replace(relation, right=stored, reached=found)
+        return relation
+
+    def reached_by(
+        self, mine: _Source, other: _Source, mine_key: str, join: exp.Join
+    ) -> ReachedUnit | None:
+        """How ``other`` supplies the unit of ``mine`` (a table read alone, joined on its unit
+        ``mine_key``), or ``None`` (:meth:`reached`).
+        """
+        scan = mine.relation
+        if not isinstance(scan, Scan) or scan.stored:
+            return None
+        table = next((t for t in mine.tables if t.name == scan.table), None)
+        reach = table.reach if table is not None else None
+        if reach is None:
+            return None
+        unit = next((f for f in scan.fields if f.unit), None)
+        column = next((f for f in scan.fields if f.name.lower() == reach.column.lower()), None)
+        if unit is None or column is None or unit.id != mine_key:
+            return None
+        exposed = {f.id for f in other.fields}
+        equated = self.equated(mine, other, join)
+        for referenced in scans(other.relation):
+            if referenced.table != reach.table:
+                continue
+            theirs = {f.name.lower(): f for f in referenced.fields}
+            key, source = theirs.get(reach.key.lower()), theirs.get(reach.unit.lower())
+            if (
+                key is not None
+                and source is not None
+                and key.join_rows_per_key == 1
+                and {key.id, source.id} <= exposed
+                and (column.id, key.id) in equated
+            ):
+                return ReachedUnit(unit.id, source.id, column.id, key.id)
+        return None
+
+    def equated(self, mine: _Source, other: _Source, join: exp.Join) -> set[tuple[str, str]]:
+        """The pairs (a field of ``mine``, a field of ``other``) the ON condition equates."""
+        mine_ids = {f.id for f in mine.fields}
+        pairs = set()
+        for condition in _conjuncts(join):
+            if not _column_equality(condition):
+                continue
+            try:
+                a, b = (
+                    self.lookup(mine.fields + other.fields, c.table or None, c.name, c, "JOIN")
+                    for c in (condition.this, condition.expression)
+                )
+            except QueryError:
+                continue  # reported where the condition is read as a filter
+            if (a.id in mine_ids) != (b.id in mine_ids):
+                pairs.add((a.id, b.id) if a.id in mine_ids else (b.id, a.id))
+        return pairs
 
     def keyed_rows(self, left: _Source, right: _Source, join: exp.Expr) -> tuple[int, str] | None:
         """How many joined rows one unit needs when the inner join on the unit also equates a

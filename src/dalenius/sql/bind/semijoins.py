@@ -10,12 +10,13 @@ otherwise with the correlation to add. The subquery's FROM is bound by the calle
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from sqlglot import exp
 
 from dalenius.core.errors import QueryError
-from dalenius.plan.expr import BinOp, Col, Expr, columns
-from dalenius.plan.nodes import Filter, SemiJoin
+from dalenius.plan.expr import BinOp, Col, Expr, IsNull, children, columns, with_children
+from dalenius.plan.nodes import Filter, Relation, Scan, SemiJoin, scans
 from dalenius.sql import aggregates
 from dalenius.sql.bind.base import _info, _Source
 from dalenius.sql.bind.joins import _Joins
@@ -57,6 +58,9 @@ class _SemiJoins(_Joins):
         # pid IN (SELECT pid ...) is the correlation pid = pid, written as IN.
         keys = [BinOp("=", operand, Col(column))] if operand is not None and column else []
         on_unit = self.correlated_on_unit(outer, inner, [*correlated, *keys], test, nodes)
+        supplied = self.reached_inside(outer, inner, correlated) if operand is None else None
+        if supplied is not None:
+            inner.relation, correlated = supplied
         relation = SemiJoin(
             outer.relation,
             inner.relation,
@@ -205,6 +209,59 @@ class _SemiJoins(_Joins):
             )
         return operand, field.id
 
+    def reached_inside(
+        self, outer: _Source, inner: _Source, correlated: list[Expr]
+    ) -> tuple[Relation, list[Expr]] | None:
+        """An EXISTS subquery over a table that reaches its unit through a key of a table the
+        outer query reads, correlated on both (``EXISTS (SELECT * FROM lineitem WHERE
+        l_orderkey = o_orderkey AND l_custkey = o_custkey ...)``): the subquery's table read as
+        stored, and its unit read as the outer row's (``None`` where that does not apply).
+
+        Some line ``t`` with ``t.k = o.key`` whose reached unit equals ``o.u`` exists exactly
+        when some line with ``t.k = o.key`` exists and ``o.u`` is not NULL: the outer row ``o``
+        is itself a row of the other table with that key and unit, and any such row is one. So
+        the engine need not join the other table into the subquery (docs/privacy.md, "A unit
+        reached through a key"); whether an outer row is kept is unchanged, whatever the data.
+        """
+        relation, kept = inner.relation, None
+        if isinstance(relation, Filter):
+            kept, relation = relation, relation.child
+        table = (
+            next((t for t in inner.tables if t.name == relation.table), None)
+            if isinstance(relation, Scan) and not relation.stored
+            else None
+        )
+        reach = table.reach if table is not None else None
+        if reach is None or not isinstance(relation, Scan):
+            return None
+        unit = next((f for f in relation.fields if f.unit), None)
+        column = next((f for f in relation.fields if f.name.lower() == reach.column.lower()), None)
+        if unit is None or column is None or (kept and unit.id in columns(kept.predicate)):
+            return None
+        equated = {
+            frozenset((c.left.name, c.right.name))
+            for c in correlated
+            if isinstance(c, BinOp)
+            and c.op == "="
+            and isinstance(c.left, Col)
+            and isinstance(c.right, Col)
+        }
+        exposed = {f.id for f in outer.fields}
+        for scan in scans(outer.relation):
+            theirs = {f.name.lower(): f for f in scan.fields}
+            key, source = theirs.get(reach.key.lower()), theirs.get(reach.unit.lower())
+            if (
+                scan.table == reach.table
+                and key is not None
+                and source is not None
+                and {key.id, source.id} <= exposed
+                and {frozenset((column.id, key.id)), frozenset((unit.id, source.id))} <= equated
+            ):
+                stored = replace(relation, stored=True)
+                read = replace(kept, child=stored) if kept is not None else stored
+                return read, [_unit_read_as(c, unit.id, source.id) for c in correlated]
+        return None
+
     def correlated_on_unit(
         self,
         outer: _Source,
@@ -262,6 +319,19 @@ class _SemiJoins(_Joins):
             ),
             privacy=True,
         )
+
+
+def _unit_read_as(expr: Expr, unit: str, source: str) -> Expr:
+    """``expr`` reading column ``source`` where it read ``unit``; an equality that then compares
+    ``source`` with itself says only that it is not NULL (and is written so).
+    """
+    if isinstance(expr, Col):
+        return replace(expr, name=source) if expr.name == unit else expr
+    kids = [_unit_read_as(k, unit, source) for k in children(expr)]
+    out = with_children(expr, kids) if kids else expr
+    if isinstance(out, BinOp) and out.op == "=" and out.left == out.right == Col(source):
+        return IsNull(out.left, negated=True)
+    return out
 
 
 def _and_parts(node: exp.Expr) -> list[exp.Expr]:

@@ -15,6 +15,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from dalenius.core.dialect import DUCKDB, Dialect, as_dialect
+from dalenius.core.unit import stored_name
 from dalenius.plan.derive import FieldInfo, type_of
 from dalenius.plan.expr import (
     Between,
@@ -38,6 +39,7 @@ from dalenius.plan.nodes import (
     Join,
     Measurement,
     Project,
+    ReachedUnit,
     Relation,
     Scan,
     SemiJoin,
@@ -122,6 +124,9 @@ class Compiler:
         self.computed: set[str] = set()
         """Field ids computed from an expression other than a column (a projection's, a
         per-unit aggregate's)."""
+        self.supplies: dict[str, str] = {}
+        """Field ids of a unit column a scan also reads under another id: the unit of a table
+        read as stored that the join above takes from this row (:class:`ReachedUnit`)."""
         self.scanned: dict[str, set[str]] = {}
         """The columns each scanned table is read for, by table name (filled as scans are
         compiled)."""
@@ -147,8 +152,8 @@ class Compiler:
     def relation(self, relation: Relation) -> exp.Select:
         """A SELECT whose columns are the relation's field ids."""
         match relation:
-            case Scan(table=table, fields=fs):
-                return self._scan(table, fs)
+            case Scan(table=table, fields=fs, stored=stored):
+                return self._scan(table, fs, stored)
             case Filter(child=child, predicate=predicate):
                 # Every tree here is fresh: the builders need not copy what they wrap.
                 inner = self.relation(child)
@@ -169,10 +174,18 @@ class Compiler:
                 )
                 return exp.select(*cols).from_(inner.subquery("__p", copy=False), copy=False)
             case Join(left=left, right=right, left_key=lk, right_key=rk, kind=kind):
+                reached = relation.reached
+                if reached is not None:
+                    # The other table's scan reads its unit a second time, under the stored
+                    # side's unit id: no projection above the join, which would keep the
+                    # engine from reordering the joins around it.
+                    self.supplies[reached.source] = reached.unit
                 lsql, rsql = self.relation(left), self.relation(right)
                 if relation.truncation is not None:
                     lsql, rsql = self._truncated(relation, lsql, rsql)
-                on = exp.EQ(this=_col(lk), expression=_col(rk))
+                on: exp.Expr = exp.EQ(this=_col(lk), expression=_col(rk))
+                if reached is not None:
+                    on = self._supplied_on(reached, lk, rk)
                 return (
                     exp.select(exp.Star())
                     .from_(lsql.subquery("__l", copy=False), copy=False)
@@ -188,6 +201,23 @@ class Compiler:
             case UnitAggregate():
                 return self._unit_aggregate(relation)
         raise AssertionError(f"unknown relation {relation!r}")
+
+    @staticmethod
+    def _supplied_on(reached: ReachedUnit, lk: str, rk: str) -> exp.Expr:
+        """The ON condition of a join that supplies a stored side's unit: the two tables' keys
+        equated, and the written equality with the unit read from the joined row. Where that
+        reads the supplying column itself, it says only that the unit is not NULL: written as
+        an equality of a column with itself, DuckDB would estimate it keeps almost no row and
+        join the largest tables first.
+        """
+        keys = exp.EQ(this=_col(reached.key), expression=_col(reached.ref_key))
+        other = rk if lk == reached.unit else lk
+        written: exp.Expr = (
+            exp.Not(this=exp.Is(this=_col(other), expression=exp.Null()))
+            if other == reached.source
+            else exp.EQ(this=_col(reached.source), expression=_col(other))
+        )
+        return exp.and_(keys, written, copy=False)
 
     def _truncated(
         self, join: Join, lsql: exp.Select, rsql: exp.Select
@@ -282,15 +312,29 @@ class Compiler:
         )
         return q.group_by(*group)
 
-    def _scan(self, table: str, fs: tuple[Field, ...]) -> exp.Select:
+    def _scan(self, table: str, fs: tuple[Field, ...], stored: bool = False) -> exp.Select:
         read = self.read
+        # A table read as stored has no unit column: the join above supplies it (ReachedUnit).
+        fs = tuple(f for f in fs if not f.unit) if stored else fs
         # Only the columns the query reads: each projected column is one more conversion the
         # engine binds and plans (a third of a tiny COUNT's time in DuckDB). A SELECT needs one
         # column, so a query reading none keeps the first.
-        kept = fs if read is None else tuple(f for f in fs if f.id in read) or fs[:1]
+        supplies = self.supplies
+        kept = (
+            fs
+            if read is None
+            else tuple(f for f in fs if f.id in read or f.id in supplies) or fs[:1]
+        )
         self.scanned.setdefault(table, set()).update(f.name for f in kept)
         cols = [exp.alias_(_col(f.name), f.id, quoted=True, copy=False) for f in kept]
-        return exp.select(*cols).from_(exp.to_table(_quoted(table)), copy=False)
+        # A unit this table supplies to a table read as stored (ReachedUnit), under its id.
+        cols += [
+            exp.alias_(_col(f.name), supplies[f.id], quoted=True, copy=False)
+            for f in kept
+            if f.id in supplies
+        ]
+        source = stored_name(table) if stored else table
+        return exp.select(*cols).from_(exp.to_table(_quoted(source)), copy=False)
 
     def _learn(self, relation: Relation) -> None:
         for f in output_fields(relation):
