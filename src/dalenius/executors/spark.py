@@ -19,12 +19,19 @@ double-quoted names as identifiers, so the same hand-written SQL runs on every e
 * ``{ spark = "db.table" }`` (no ``/``, no extension): a table of the Spark session's catalog.
 
 Data version: the files' paths, sizes and modification times (for a Spark table, its input files).
+
+Spark SQL has no ``MATERIALIZED`` hint, and Spark may evaluate a common table expression once per
+reference. An expression the exact SQL asks to keep (the split of the units within and over their
+caps) is run first and kept by a local checkpoint, and the statement reads the kept rows
+(:meth:`SparkExecutor._run`). On a cluster the kept blocks live on the executors: losing one fails
+the query; it is never recomputed from files that may have changed.
 """
 
 from __future__ import annotations
 
 import glob
 import importlib
+import itertools
 import logging
 import os
 import re
@@ -66,6 +73,7 @@ from dalenius.executors.csv_text import (
     log_skipped,
     skip_reason,
 )
+from dalenius.executors.ctes import CTE, Split, split_with
 from dalenius.executors.sources import check_file
 
 LINE = "__dalenius_line"
@@ -103,6 +111,9 @@ _KINDS = {
 }
 """What each Spark base type holds (the kinds of :func:`dalenius.executors.convert.converted`)."""
 _FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".orc": "orc"}
+
+_KEPT = itertools.count()
+"""Numbers the views of kept (``MATERIALIZED``) expressions, unique in the process."""
 
 _base_lock = threading.Lock()
 _base: dict[str, Any] = {}
@@ -213,7 +224,7 @@ class SparkExecutor(Executor):
                 timer.daemon = True
                 timer.start()
             try:
-                return [tuple(row) for row in self._spark.sql(sql).collect()]
+                return self._run(sql)
             except Exception as exc:
                 if fired.is_set():
                     raise time_limit_error("Spark", limit or 0) from exc
@@ -224,6 +235,42 @@ class SparkExecutor(Executor):
             finally:
                 if timer is not None:
                     timer.cancel()
+
+    def _run(self, sql: str) -> list[Row]:
+        """Run ``sql``, each ``MATERIALIZED`` expression of its ``WITH`` list evaluated once.
+
+        Spark's grammar has no such hint, and Spark may evaluate an expression once per
+        reference, each time reading the files again. Contribution bounding relies on some
+        expressions being read once (a unit found within its caps by one read must not be found
+        over them by another; :mod:`dalenius.sql.emit.bounding`). So each is run first and its
+        rows kept by a local checkpoint: kept in this process's block manager, in memory and on
+        disk, with no lineage to recompute them from — a lost block fails the query rather than
+        reading the files again. The statement then reads the kept rows under the expression's
+        name, and they are released when it ends.
+        """
+        split = split_with(sql)
+        if split is None:
+            return [tuple(row) for row in self._spark.sql(sql).collect()]
+        kept: list[CTE] = []
+        frames: list[tuple[str, Any]] = []
+        try:
+            for cte in split.ctes:
+                if not cte.materialized:
+                    kept.append(CTE(cte.name, "", cte.body))
+                    continue
+                view = f"__kept_{next(_KEPT)}"
+                query = Split(tuple(kept), f"SELECT * FROM ({cte.body}) AS __m")
+                frame = self._spark.sql(query.sql() if kept else query.main)
+                frame = frame.localCheckpoint(eager=True)
+                frames.append((view, frame))
+                frame.createOrReplaceTempView(view)
+                kept.append(CTE(cte.name, "", f"SELECT * FROM {view}"))
+            return [tuple(row) for row in self._spark.sql(split.sql(tuple(kept))).collect()]
+        finally:
+            for view, frame in frames:
+                self._spark.catalog.dropTempView(view)
+                # The checkpoint's blocks are dropped now, not when the JVM collects them.
+                frame._jdf.queryExecution().logical().rdd().unpersist(False)
 
     def skipped_rows(self, table: Table) -> dict[str, int]:
         """How many lines of ``table``'s CSV file were skipped, by reason (for the custodian only;
