@@ -177,3 +177,23 @@ def test_a_materialized_expression_is_evaluated_once_and_released(typed: Path) -
     assert ex.fetch(sql) == [(55, 10)]
     assert calls.value == before + 10
     ex.close()
+
+
+def test_a_kept_expression_stopped_at_the_time_limit_is_released(typed: Path) -> None:
+    """The time limit stops the job that keeps an expression, as it stops the statement; the
+    error is the time limit's, and nothing kept is left behind. A limit that passes before any
+    job starts (Spark still planning) stops the jobs submitted after it."""
+    cat = catalog(typed, '{ parquet = "typed.parquet" }', 'extra = "int"')
+    ex = SparkExecutor(cat)
+    ex.time_limit = 1.0
+    slow = "SELECT COUNT(*) AS n FROM range(100000000000)"
+    with pytest.raises(ExecutionError, match="time limit of 1 s"):
+        ex.fetch(f"WITH a AS MATERIALIZED ({slow}) SELECT n FROM a")
+    ex.time_limit = 0.001
+    for sql in (slow, f"WITH a AS MATERIALIZED ({slow}) SELECT n FROM a"):
+        with pytest.raises(ExecutionError, match=r"time limit of 0\.001 s"):
+            ex.fetch(sql)
+    assert not [t for t in ex._spark.catalog.listTables() if t.name.startswith("__kept_")]
+    ex.time_limit = None
+    assert ex.fetch("WITH a AS MATERIALIZED (SELECT 1 AS n) SELECT n FROM a") == [(1,)]
+    ex.close()

@@ -210,21 +210,26 @@ class SparkExecutor(Executor):
             limit = self.time_limit
             context = self._spark.sparkContext
             group = f"dalenius-{id(self)}"
-            timer = None
-            fired = threading.Event()
+            done, fired = threading.Event(), threading.Event()
 
-            def cancel() -> None:
+            def watch(seconds: float) -> None:
+                # Spark cancels the group's running jobs only: a job submitted after the limit
+                # (the statement was still being planned, or a kept expression's job came first)
+                # is cancelled by the next round, until the fetch ends.
+                if done.wait(seconds):
+                    return
                 fired.set()
-                context.cancelJobGroup(group)
+                while True:
+                    context.cancelJobGroup(group)
+                    if done.wait(0.05):
+                        return
 
             if limit:
                 # Spark's jobs are cancelled by group when the time limit passes.
                 context.setJobGroup(group, "a Dalenius aggregate", interruptOnCancel=True)
-                timer = threading.Timer(limit, cancel)
-                timer.daemon = True
-                timer.start()
+                threading.Thread(target=watch, args=(limit,), daemon=True).start()
             try:
-                return self._run(sql)
+                rows = self._run(sql)
             except Exception as exc:
                 if fired.is_set():
                     raise time_limit_error("Spark", limit or 0) from exc
@@ -233,8 +238,10 @@ class SparkExecutor(Executor):
                     f"Spark failed to compute the exact aggregate: {first}"
                 ) from exc
             finally:
-                if timer is not None:
-                    timer.cancel()
+                done.set()
+            if fired.is_set():  # finished past the limit between two rounds: still past it
+                raise time_limit_error("Spark", limit or 0)
+            return rows
 
     def _run(self, sql: str) -> list[Row]:
         """Run ``sql``, each ``MATERIALIZED`` expression of its ``WITH`` list evaluated once.
