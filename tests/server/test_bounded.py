@@ -47,6 +47,22 @@ def test_duckdb_stops_a_query_at_its_time_limit(tmp_path: Path) -> None:
         executor.close()
 
 
+def test_duckdb_stops_a_query_whose_limit_passed_before_it_started(tmp_path: Path) -> None:
+    """A limit that passes while DuckDB is still parsing and planning interrupts nothing running
+    yet: the watchdog interrupts again until the fetch ends, and an answer that arrives past the
+    limit is withheld. (Without that, this query, seconds long, ran to its end and answered.)"""
+    executor = _one_row_executor(tmp_path, 1e-6)
+    medium = "SELECT COUNT(DISTINCT a.range + b.range) FROM range(20000) a, range(20000) b"
+    try:
+        for _ in range(3):
+            with pytest.raises(ExecutionError, match="time limit of 1e-06 s"):
+                executor.fetch(medium)
+        executor.time_limit = None
+        assert executor.fetch("SELECT 1 + 1") == [(2,)]
+    finally:
+        executor.close()
+
+
 def test_duckdb_watches_its_time_limit_with_one_thread(tmp_path: Path) -> None:
     """Not a thread per fetch: one watchdog, started once, stopped with the executor."""
     executor = _one_row_executor(tmp_path, 60.0)

@@ -111,6 +111,10 @@ def loading(table: str) -> contextlib.AbstractContextManager[object]:
     return contextlib.nullcontext() if observer is None else observer(table)
 
 
+REPEAT = 0.05
+"""Seconds between two runs of a watchdog's action once its deadline has passed."""
+
+
 class Watchdog:
     """Runs an action once an armed deadline passes: the time limit of an executor's fetches.
 
@@ -123,24 +127,31 @@ class Watchdog:
     def __init__(self, name: str) -> None:
         self._name = name
         self._wake = threading.Condition()
-        self._armed: tuple[float, Callable[[], None]] | None = None
+        self._armed: tuple[float, Callable[[], None], threading.Event] | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
 
     @contextlib.contextmanager
-    def armed(self, seconds: float | None, action: Callable[[], None]) -> Iterator[None]:
-        """Run ``action`` if the block still runs ``seconds`` from now (no limit if ``None`` or 0)."""
+    def armed(self, seconds: float | None, action: Callable[[], None]) -> Iterator[threading.Event]:
+        """Run ``action`` if the block still runs ``seconds`` from now (no limit if ``None`` or 0),
+        and again every :data:`REPEAT` seconds until the block ends: an engine interrupted while
+        it was still planning may start the query after the first interruption.
+
+        Yields an event set once the deadline has passed, so that a block that finished between
+        two interruptions can still tell it ran past its limit.
+        """
+        fired = threading.Event()
         if not seconds:
-            yield
+            yield fired
             return
         with self._wake:
-            self._armed = (time.monotonic() + seconds, action)
+            self._armed = (time.monotonic() + seconds, action, fired)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
                 self._thread.start()
             self._wake.notify()
         try:
-            yield
+            yield fired
         finally:
             with self._wake:
                 self._armed = None
@@ -158,12 +169,13 @@ class Watchdog:
                 if self._armed is None:
                     self._wake.wait()
                     continue
-                deadline, action = self._armed
+                deadline, action, fired = self._armed
                 left = deadline - time.monotonic()
                 if left > 0:
                     self._wake.wait(left)
                     continue
-                self._armed = None
+                fired.set()
+                self._armed = (time.monotonic() + REPEAT, action, fired)
                 # Under the lock: the block's exit waits for the action, so a late action can
                 # only reach the fetch it was armed for (or an idle engine), as with a Timer.
                 action()

@@ -148,8 +148,11 @@ class DuckDBExecutor(Executor):
                 self._running = threading.get_ident()
             limit = self.time_limit
             try:
-                with self._watchdog.armed(limit, self._con.interrupt):
-                    return self._con.execute(sql).fetchall()
+                with self._watchdog.armed(limit, self._con.interrupt) as fired:
+                    rows = self._con.execute(sql).fetchall()
+                if fired.is_set():  # finished between two interruptions: still past the limit
+                    raise time_limit_error("DuckDB", limit or 0)
+                return rows
             except duckdb.InterruptException as exc:
                 raise time_limit_error("DuckDB", limit or 0) from exc
             except duckdb.Error as exc:
