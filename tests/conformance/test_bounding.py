@@ -264,7 +264,9 @@ def test_spark_keeps_the_split_of_units_for_its_executor_to_evaluate_once(
     the units within and over their caps to be kept (``MATERIALIZED``): its executor evaluates
     such an expression once (``tests/executors/test_spark.py``), so one read decides each unit.
     Nothing else is kept: each unit's total over its cells is a window beside them, and the list
-    of units over their caps is broadcast to the read of their rows.
+    of units over their caps is broadcast to the read of their rows. The rows are distributed by
+    unit before the cells are aggregated, so the aggregation and the window share one exchange;
+    no other engine is asked to.
     """
     session = sessions_on("duckdb")["mixed"]
     for sql, _ in MIXED_QUERIES[:2]:
@@ -276,10 +278,15 @@ def test_spark_keeps_the_split_of_units_for_its_executor_to_evaluate_once(
         duckdb = statements.exact_queries(plan, "duckdb", salt=3).main
         assert "BROADCAST" not in duckdb
     cells = session.prepare(MIXED_QUERIES[0][0], 1).plan
-    assert (
-        "SUM(__p0) OVER (PARTITION BY __u) AS __total"
-        in statements.exact_queries(cells, "spark", salt=3).main
+    spark_cells = statements.exact_queries(cells, "spark", salt=3).main
+    assert "SUM(__p0) OVER (PARTITION BY __u) AS __total" in spark_cells
+    distributed = (
+        "FROM (SELECT * FROM __input DISTRIBUTE BY `mixed__pid`) AS __d GROUP BY `mixed__pid`, __i0"
     )
+    assert spark_cells.count("DISTRIBUTE BY") == 1, spark_cells
+    assert distributed in spark_cells, spark_cells
+    for engine in ("duckdb", "postgres"):
+        assert "DISTRIBUTE BY" not in statements.exact_queries(cells, engine, salt=3).main
 
 
 # Values at the edges of each canonical form: the extreme BIGINTs, empty and non-ASCII text, the
