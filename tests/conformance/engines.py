@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,34 @@ def connect_admin() -> Any:
             f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}: {exc}\n"
             "Start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
         )
+
+
+EVERY_ENGINE = ["duckdb", *OTHER_ENGINES]
+"""The three engines as test parameters, PostgreSQL and Spark carrying their markers."""
+
+
+@contextmanager
+def statement_runner(engine: str) -> Iterator[Callable[[str], list[tuple[Any, ...]]]]:
+    """A function running one SQL statement on ``engine`` (no catalog) and returning its rows."""
+    if engine == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            yield lambda sql: con.execute(sql).fetchall()
+        finally:
+            con.close()
+    elif engine == "postgres":
+        pg = connect_admin()
+        try:
+            yield lambda sql: pg.execute(sql).fetchall()
+        finally:
+            pg.close()
+    else:
+        from dalenius.executors.spark import shared_session
+
+        spark = shared_session()
+        yield lambda sql: [tuple(r) for r in spark.sql(sql).collect()]
 
 
 def fresh_schema() -> str:

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import duckdb
 import pytest
 from sqlglot import exp
-from tests.conformance.engines import connect_admin
+from tests.conformance.engines import EVERY_ENGINE, statement_runner
 
 from dalenius.sql.emit.numeric import _clip
 
@@ -99,23 +98,7 @@ def check(run: Callable[[str], list[tuple[Any, ...]]], dialect: str) -> None:
             )
 
 
-def test_duckdb_clips_every_value_to_its_bounds() -> None:
-    con = duckdb.connect()
-    check(lambda sql: con.execute(sql).fetchall(), "duckdb")
-
-
-@pytest.mark.postgres
-def test_postgres_clips_like_duckdb() -> None:
-    con = connect_admin()
-    try:
-        check(lambda sql: con.execute(sql).fetchall(), "postgres")
-    finally:
-        con.close()
-
-
-@pytest.mark.spark
-def test_spark_clips_like_duckdb() -> None:
-    from dalenius.executors.spark import shared_session
-
-    spark = shared_session()
-    check(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], "spark")
+@pytest.mark.parametrize("engine", EVERY_ENGINE)
+def test_every_engine_clips_every_value_to_its_bounds(engine: str) -> None:
+    with statement_runner(engine) as run:
+        check(run, engine)

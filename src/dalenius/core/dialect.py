@@ -58,6 +58,13 @@ class Dialect:
     """Whether ``ROUND(double, digits)`` exists and rounds halves away from zero (PostgreSQL has
     no such function and rounds a double's halves to even)."""
 
+    cast_rounds_to_even: bool
+    """Whether ``CAST(double AS BIGINT)`` rounds to the nearest integer, halves to even (DuckDB,
+    PostgreSQL); Spark's truncates toward zero, so its SQL rounds with ``RINT`` (also halves to
+    even) first. A double is rounded to its grid this way on every engine, so the exact sum is
+    the same everywhere; one cast per row costs DuckDB less than ``FLOOR(x + 0.5)`` does (about
+    0.3 times the raw sum of a double column at 38M rows)."""
+
     floor_of_double_is_bigint: bool
     """Whether ``FLOOR`` and ``CEIL`` of a double return a BIGINT, which overflows beyond 2^63
     (Spark)."""
@@ -133,6 +140,7 @@ DUCKDB = Dialect(
     ieee_doubles=True,
     double_modulo=True,
     double_round=True,
+    cast_rounds_to_even=True,
     floor_of_double_is_bigint=False,
     ranks_every_row=False,
     kept_by_executor=False,
@@ -154,6 +162,7 @@ POSTGRES = Dialect(
     ieee_doubles=False,
     double_modulo=False,
     double_round=False,
+    cast_rounds_to_even=True,
     floor_of_double_is_bigint=False,
     ranks_every_row=False,
     kept_by_executor=False,
@@ -175,6 +184,7 @@ SPARK = Dialect(
     ieee_doubles=True,
     double_modulo=True,
     double_round=True,
+    cast_rounds_to_even=False,
     floor_of_double_is_bigint=True,
     ranks_every_row=True,
     kept_by_executor=True,

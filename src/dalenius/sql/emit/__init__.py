@@ -28,7 +28,7 @@ The writer is in floors, one module each, every floor importing only the ones be
 * :mod:`~dalenius.sql.emit.expressions` — plan expressions, relations and measurements as SQL
   (:class:`Compiler`);
 * :mod:`~dalenius.sql.emit.numeric` — fixed-point arithmetic in SQL: clipping, scaling by powers
-  of two, rounding halves up the same on every engine;
+  of two, rounding to the nearest integer (halves to even) the same on every engine;
 * :mod:`~dalenius.sql.emit.writing` — a sqlglot tree written as text in a dialect, and the small
   node builders every floor uses;
 * :mod:`~dalenius.sql.emit.dialects` — what differs between engines (keyed hashes, exact sums,

@@ -55,8 +55,8 @@ from dalenius.sql.emit.numeric import (
     _clip,
     _double,
     _double_literal,
-    _half_up,
     _log2,
+    _nearest,
     _number,
     _rounding_below,
     _scaled,
@@ -426,9 +426,11 @@ class Compiler:
         shifted = exp.Sub(this=scaled, expression=_double_literal(offset)) if offset else scaled
         if _rounding_below(m, _SUM_SPAN):
             # Provably within ±row_units after rounding (see _rounding_below): no clamp.
-            return exact_sum(_half_up(shifted), self.dialect)
+            return exact_sum(_nearest(shifted, self.dialect), self.dialect)
         units_bound = Fraction(m.row_units)
-        return exact_sum(_half_up(_clip(shifted, -units_bound, units_bound)), self.dialect)
+        return exact_sum(
+            _nearest(_clip(shifted, -units_bound, units_bound), self.dialect), self.dialect
+        )
 
     def _sum_of_squares(self, m: Measurement, clipped: exp.Expr) -> exp.Expr:
         """Σ round((clip(x) − centre)² / granularity), never overflowing or underflowing."""
@@ -484,9 +486,11 @@ class Compiler:
         if b:
             square = exp.Mul(this=square, expression=exp.Literal.number(2))
         if not wide and _rounding_below(m, _SQUARE_SPAN):
-            return exact_sum(_half_up(square), self.dialect)
+            return exact_sum(_nearest(square, self.dialect), self.dialect)
         units_bound = Fraction(m.row_units)
-        return exact_sum(_half_up(_clip(square, Fraction(0), units_bound)), self.dialect)
+        return exact_sum(
+            _nearest(_clip(square, Fraction(0), units_bound), self.dialect), self.dialect
+        )
 
     def bin_index(self, m: Measurement) -> exp.Expr:
         """The bin of a histogram measurement each row falls in (0 … bins − 1).
