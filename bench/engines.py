@@ -401,7 +401,13 @@ class Spark(Engine):
         self.jvm = int(base.sparkContext._gateway.proc.pid)
 
     def raw(self, sql: str) -> Any:
-        return self.spark.sql(sql).collect()
+        """The raw query with the shuffle partitions Dalenius's executor would choose for it."""
+        from dalenius.executors.spark import input_bytes, shuffle_partitions
+
+        frame = self.spark.sql(sql)
+        count = shuffle_partitions(input_bytes(frame))
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(count))
+        return frame.collect()
 
     def side_memory(self) -> str:
         return f"JVM peak {_peak_of(self.jvm) / 2**20:.0f} MiB"

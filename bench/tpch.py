@@ -681,9 +681,9 @@ def raw_runner(
 
         return run_pg, pg.close
     if engine == "spark":
-        from dalenius.executors.spark import shared_session
+        from dalenius.executors.spark import input_bytes, shared_session, shuffle_partitions
 
-        spark = shared_session()
+        spark = shared_session().newSession()
         for name in TABLES:  # the files as they are, as raw DuckDB reads them
             spark.read.parquet(str(folder / f"{name}.parquet")).createOrReplaceTempView(name)
 
@@ -691,7 +691,10 @@ def raw_runner(
             timer = threading.Timer(timeout, spark.sparkContext.cancelAllJobs)
             timer.start()
             try:
-                return [tuple(r) for r in spark.sql(sql).collect()]
+                frame = spark.sql(sql)  # shuffled as Dalenius's executor would shuffle it
+                count = shuffle_partitions(input_bytes(frame))
+                spark.conf.set("spark.sql.shuffle.partitions", str(count))
+                return [tuple(r) for r in frame.collect()]
             except Exception as exc:  # py4j's error for a cancelled job
                 if not timer.is_alive():
                     raise RawTimeout from exc

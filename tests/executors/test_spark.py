@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -197,3 +198,32 @@ def test_a_kept_expression_stopped_at_the_time_limit_is_released(typed: Path) ->
     ex.time_limit = None
     assert ex.fetch("WITH a AS MATERIALIZED (SELECT 1 AS n) SELECT n FROM a") == [(1,)]
     ex.close()
+
+
+def test_each_statement_shuffles_into_partitions_chosen_from_the_files_it_reads(
+    typed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default a statement's shuffles get one partition per ``SHUFFLE_BYTES`` of the files it
+    reads (at least 4, a power of two), set when Spark plans it; ``partitions=`` or the setting in
+    ``conf=`` is kept as given. The size here is the typed file's, the bytes per partition a
+    fifth of it: 5 partitions' worth, so 8.
+    """
+    from dalenius.executors import spark as module
+
+    size = (typed / "typed.parquet").stat().st_size
+    monkeypatch.setattr(module, "SHUFFLE_BYTES", size // 5)
+    cat = catalog(typed, '{ parquet = "typed.parquet" }', 'extra = "int"\ns = "str"')
+    shuffled = 'SELECT "s", COUNT(*) FROM (SELECT * FROM "t" DISTRIBUTE BY "extra") GROUP BY "s"'
+    with SparkExecutor(cat) as ex:
+        ex.prepare(cat.tables[0])
+        plan = ex._sql(shuffled)._jdf.queryExecution().executedPlan().toString()
+        assert re.search(r"hashpartitioning\(extra#\d+L?, 8\)", plan), plan
+        assert set(ex.fetch(shuffled)) == {(None, 1), ("x", 1)}
+        assert ex._spark.conf.get("spark.sql.shuffle.partitions") == "8"
+        ex.fetch("SELECT COUNT(*) FROM range(10)")  # reads no file: the context's 4
+        assert ex._spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    for given in ({"partitions": 3}, {"conf": {"spark.sql.shuffle.partitions": "3"}}):
+        with SparkExecutor(cat, **given) as ex:  # type: ignore[arg-type]
+            ex.prepare(cat.tables[0])
+            assert set(ex.fetch(shuffled)) == {(None, 1), ("x", 1)}
+            assert ex._spark.conf.get("spark.sql.shuffle.partitions") == "3"

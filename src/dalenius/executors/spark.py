@@ -25,6 +25,13 @@ reference. An expression the exact SQL asks to keep (the split of the units with
 caps) is run first and kept by a local checkpoint, and the statement reads the kept rows
 (:meth:`SparkExecutor._run`). On a cluster the kept blocks live on the executors: losing one fails
 the query; it is never recomputed from files that may have changed.
+
+Shuffle partitions: unless the executor is given ``partitions=`` (or the setting in ``conf=``),
+each statement shuffles into as many partitions as :func:`shuffle_partitions` chooses from the size
+of the files it reads — the context's 4 up to 512 MiB, one per 128 MiB beyond. Few partitions
+suit a small input (each is a task with its own cost); a large one in 4 partitions makes each
+unit's window sort spill (the census benchmark's visits at 100M persons, ``docs/engines.md``).
+The answer never depends on it.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from dalenius.core.catalog import Catalog, Column, Table
 from dalenius.core.dialect import SPARK
@@ -78,6 +86,12 @@ from dalenius.executors.sources import check_file
 
 LINE = "__dalenius_line"
 """The column in which Spark's CSV reader keeps each row's text (its corrupt-record column)."""
+
+SHUFFLE_BYTES = 128 * 2**20
+"""Input bytes per shuffle partition when the executor chooses the count (:func:`shuffle_partitions`)."""
+
+MIN_SHUFFLE = 4
+"""The fewest shuffle partitions a statement gets: the context's own setting (``SESSION_CONF``)."""
 
 MASTER = "local[2]"
 """Where the shared Spark context runs when Dalenius starts it (two local cores)."""
@@ -161,7 +175,8 @@ class SparkExecutor(Executor):
         spark: the Spark session to work in (a new session is derived from it); by default
             :func:`shared_session`.
         partitions: if given, every table is repartitioned into this many partitions and
-            aggregations shuffle into as many (results do not depend on it).
+            aggregations shuffle into as many (results do not depend on it); by default each
+            statement's shuffles get :func:`shuffle_partitions` of the bytes it reads.
         conf: further Spark SQL settings of this executor's session (performance tuning; the
             settings Dalenius relies on, listed in the module notes, cannot be overridden).
 
@@ -189,6 +204,9 @@ class SparkExecutor(Executor):
         if partitions is not None:
             self._spark.conf.set("spark.sql.shuffle.partitions", str(int(partitions)))
         self._partitions = partitions
+        self._chooses_shuffle = partitions is None and "spark.sql.shuffle.partitions" not in (
+            conf or {}
+        )
         self._lock = threading.Lock()
         self._loaded: set[str] = set()
         self._frames: dict[str, Any] = {}
@@ -257,7 +275,7 @@ class SparkExecutor(Executor):
         """
         split = split_with(sql)
         if split is None:
-            return [tuple(row) for row in self._spark.sql(sql).collect()]
+            return [tuple(row) for row in self._sql(sql).collect()]
         kept: list[CTE] = []
         frames: list[tuple[str, Any]] = []
         try:
@@ -267,17 +285,30 @@ class SparkExecutor(Executor):
                     continue
                 view = f"__kept_{next(_KEPT)}"
                 query = Split(tuple(kept), f"SELECT * FROM ({cte.body}) AS __m")
-                frame = self._spark.sql(query.sql() if kept else query.main)
+                frame = self._sql(query.sql() if kept else query.main)
                 frame = frame.localCheckpoint(eager=True)
                 frames.append((view, frame))
                 frame.createOrReplaceTempView(view)
                 kept.append(CTE(cte.name, "", f"SELECT * FROM {view}"))
-            return [tuple(row) for row in self._spark.sql(split.sql(tuple(kept))).collect()]
+            return [tuple(row) for row in self._sql(split.sql(tuple(kept))).collect()]
         finally:
             for view, frame in frames:
                 self._spark.catalog.dropTempView(view)
                 # The checkpoint's blocks are dropped now, not when the JVM collects them.
                 frame._jdf.queryExecution().logical().rdd().unpersist(False)
+
+    def _sql(self, sql: str) -> Any:
+        """The statement as a DataFrame, its shuffle partitions set from the files it reads.
+
+        Spark fixes a shuffle's partition count when it plans the physical query, at the
+        action, so the setting made here, after the statement is analysed, is the one it uses
+        (the statements of one executor run one at a time, under its lock).
+        """
+        frame = self._spark.sql(sql)
+        if self._chooses_shuffle:
+            count = shuffle_partitions(input_bytes(frame))
+            self._spark.conf.set("spark.sql.shuffle.partitions", str(count))
+        return frame
 
     def skipped_rows(self, table: Table) -> dict[str, int]:
         """How many lines of ``table``'s CSV file were skipped, by reason (for the custodian only;
@@ -457,6 +488,31 @@ def _files(location: str) -> list[str]:
         else:
             out.append(match)
     return out
+
+
+def shuffle_partitions(input_bytes: int) -> int:
+    """The shuffle partitions for a statement reading ``input_bytes`` of files.
+
+    One per :data:`SHUFFLE_BYTES`, rounded up to a power of two, and at least
+    :data:`MIN_SHUFFLE`.
+
+    Example:
+        >>> shuffle_partitions(372 * 2**20), shuffle_partitions(3_722_001_697)
+        (4, 32)
+    """
+    needed = -(-input_bytes // SHUFFLE_BYTES)
+    return max(MIN_SHUFFLE, 1 << max(0, needed - 1).bit_length())
+
+
+def input_bytes(frame: Any) -> int:
+    """The size of the local files a DataFrame reads (from their metadata; 0 for others)."""
+    total = 0
+    for uri in frame.inputFiles():
+        try:
+            total += os.path.getsize(unquote(_local(uri)))
+        except OSError:
+            continue
+    return total
 
 
 def _local(uri: str) -> str:
