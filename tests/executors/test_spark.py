@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -227,3 +229,30 @@ def test_each_statement_shuffles_into_partitions_chosen_from_the_files_it_reads(
             ex.prepare(cat.tables[0])
             assert set(ex.fetch(shuffled)) == {(None, 1), ("x", 1)}
             assert ex._spark.conf.get("spark.sql.shuffle.partitions") == "3"
+
+
+def test_the_context_dalenius_starts_says_nothing_on_stderr_but_errors(tmp_path: Path) -> None:
+    """Spark's start-up notes (its default log4j profile, the loopback hostname, the shell's log
+    level, the native Hadoop library) are not printed above the user's answer: the context logs
+    errors only (``spark-log4j2.properties``). Only the JVM's own line about its incubator
+    module is left, which no logging setting reaches.
+    """
+    script = (
+        "from dalenius.executors.spark import shared_session\n"
+        "print(shared_session().sql('SELECT 41 + 1').collect()[0][0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert done.stdout.strip() == "42"
+    noise = [
+        line
+        for line in done.stderr.splitlines()
+        if line.strip() and not line.startswith("WARNING: Using incubator modules")
+    ]
+    assert noise == [], done.stderr

@@ -43,6 +43,7 @@ import logging
 import os
 import re
 import threading
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,11 @@ MIN_SHUFFLE = 4
 MASTER = "local[2]"
 """Where the shared Spark context runs when Dalenius starts it (two local cores)."""
 
+LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
+"""The Spark context's logging: errors only (its start-up notes are not the user's concern)."""
+
 SESSION_CONF = {
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
@@ -153,7 +158,14 @@ def shared_session() -> Any:
             for key, value in SESSION_CONF.items():
                 builder = builder.config(key, value)
             try:
-                session = builder.getOrCreate()
+                with warnings.catch_warnings():
+                    # Starting the context imports pyspark.testing, which warns that PySpark
+                    # does not fully support pandas 3. Dalenius hands Spark no pandas data (its
+                    # rows come back as tuples), so the warning is no concern of the user's.
+                    warnings.filterwarnings(
+                        "ignore", message="PySpark does not yet fully support pandas"
+                    )
+                    session = builder.getOrCreate()
             except Exception as exc:
                 raise ExecutionError(
                     f"Spark could not start: {exc}\nFix: Spark needs a Java runtime (17 or "
