@@ -139,6 +139,29 @@ def test_an_integer_sum_beyond_bigint_is_exact(tmp_path: Path) -> None:
             ex.fetch('SELECT SUM("n") FROM "t"')
 
 
+@pytest.mark.parametrize("bound", [2**21 - 1, 2**42 - 1, None])
+def test_a_sum_of_values_within_a_bound_is_exact_in_fewer_slices(
+    tmp_path: Path, bound: int | None
+) -> None:
+    """Values proven within ``±bound`` are summed in one slice (below 2^21) or two (below 2^42)
+    instead of three; each form gives Python's exact sum, negative values and the bound's ends
+    included, and its type is the exact DECIMAL(38, 0) of the three-slice form.
+    """
+    top = bound if bound is not None else 2**62
+    values = [top, -top, top, top - 1, -1, 0, 1, -(2**20), 2**20 - 1, 12345, -top, top]
+    values = [v for v in values if abs(v) <= top]
+    pq.write_table(pa.table({"n": pa.array(values, pa.int64())}), tmp_path / "n.parquet")
+    cat = catalog(tmp_path, '{ parquet = "n.parquet" }', 'n = "int"')
+    exact = exact_sum(exp.column("n", quoted=True), SPARK, bound=bound).sql("spark")
+    slices = {2**21 - 1: 1, 2**42 - 1: 2, None: 3}[bound]
+    assert exact.count("SUM(") == slices
+    with SparkExecutor(cat) as ex:
+        ex.prepare(cat.tables[0])
+        assert ex.fetch(f'SELECT {exact} FROM "t"') == [(Decimal(sum(values)),)]
+        kind = ex._spark.sql(f'SELECT {exact} AS s FROM "t"').schema["s"].dataType
+        assert kind.simpleString() == "decimal(38,0)"
+
+
 def test_a_materialized_expression_is_evaluated_once_and_released(typed: Path) -> None:
     """Spark's grammar has no ``MATERIALIZED``; the executor evaluates such an expression once
     and the statement reads the kept rows, however often it refers to them. A UDF counts its

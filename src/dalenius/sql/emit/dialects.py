@@ -159,16 +159,28 @@ def _canonical_text(value: exp.Expr, kind: str, dialect: Dialect) -> exp.Expr:
     )
 
 
-def exact_sum(value: exp.Expr, dialect: Dialect, *, bigint: bool = True) -> exp.Expr:
+_SLICE = 21
+"""Bits per slice of a split BIGINT sum: a slice below 2^21 in size cannot overflow a BIGINT sum
+below 2^42 rows."""
+
+
+def exact_sum(
+    value: exp.Expr, dialect: Dialect, *, bigint: bool = True, bound: int | None = None
+) -> exp.Expr:
     """``SUM`` of an integer expression, exact in every engine whatever the number of rows.
 
     ``bigint`` says that ``value`` is a BIGINT in the SQL (not an integer-valued DOUBLE).
+    ``bound``, if given, is a proven bound on ``|value|`` from the plan (a clipped value's bounds,
+    a grid value's ``row_units``): it lets Spark sum fewer slices.
 
     Spark's ``SUM(BIGINT)`` is a BIGINT that overflows, and a ``DECIMAL(38, 0)`` sum is stored as
     a big integer per row, about twice as slow as the plain sum. A BIGINT is therefore split into
     three 21-bit slices (``x = a·2^42 + b·2^21 + c``, ``b`` and ``c`` in [0, 2^21)), each summed as a
     BIGINT, which cannot overflow below 2^42 rows, and recombined in ``DECIMAL(38, 0)``: as fast as
-    the engine's own ``SUM`` and exact.
+    the engine's own ``SUM`` and exact. A value known to lie within ``±2^21`` needs no split
+    (its plain ``SUM`` cannot overflow below 2^42 rows either), one within ``±2^42`` two slices
+    (``x = a·2^21 + c``, ``a`` within ``±2^21``); Spark then does one or two sums per row
+    instead of three, and the total is widened to ``DECIMAL(38, 0)`` once per group.
 
     Example:
         >>> from dalenius.core.dialect import DUCKDB, SPARK
@@ -176,12 +188,17 @@ def exact_sum(value: exp.Expr, dialect: Dialect, *, bigint: bool = True) -> exp.
         'SUM(n)'
         >>> exact_sum(exp.column("n"), SPARK, bigint=False).sql("spark")
         'SUM(CAST(n AS DECIMAL(38, 0)))'
+        >>> exact_sum(exp.column("n"), SPARK, bound=100).sql("spark")
+        'CAST(SUM(n) AS DECIMAL(38, 0))'
     """
     if dialect.exact_bigint_sum:
         return exp.Sum(this=value)
     if not bigint:
         return exp.Sum(this=exp.cast(value, exp.DataType.build("DECIMAL(38, 0)")))
-    mask = exp.Literal.number(2**21 - 1)
+    wide_type = exp.DataType.build("DECIMAL(38, 0)")
+    if bound is not None and bound < 2**_SLICE:
+        return exp.cast(exp.Sum(this=value), wide_type)
+    mask = exp.Literal.number(2**_SLICE - 1)
 
     def shifted(bits: int) -> exp.Expr:
         return exp.Anonymous(
@@ -192,9 +209,14 @@ def exact_sum(value: exp.Expr, dialect: Dialect, *, bigint: bool = True) -> exp.
         wide = exp.cast(total, exp.DataType.build("DECIMAL(38, 0)"))
         return exp.Mul(this=wide, expression=exp.Literal.number(factor))
 
-    high = exp.Sum(this=shifted(42))
-    middle = exp.Sum(this=exp.BitwiseAnd(this=shifted(21), expression=mask.copy()))
     low = exp.Sum(this=exp.BitwiseAnd(this=value.copy(), expression=mask.copy()))
+    if bound is not None and bound < 2 ** (2 * _SLICE):
+        # x = (x >> 21)·2^21 + (x & mask): the arithmetic shift keeps the sign in the high part.
+        return exp.Paren(
+            this=exp.Add(this=scaled(exp.Sum(this=shifted(_SLICE)), 2**_SLICE), expression=low)
+        )
+    high = exp.Sum(this=shifted(2 * _SLICE))
+    middle = exp.Sum(this=exp.BitwiseAnd(this=shifted(_SLICE), expression=mask.copy()))
     return exp.Paren(
         this=exp.Add(
             this=exp.Add(this=scaled(high, 2**42), expression=scaled(middle, 2**21)),
