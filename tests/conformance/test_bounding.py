@@ -86,6 +86,14 @@ MIXED_QUERIES = [
 ]
 
 
+def _mixed(sessions: dict[str, Session]) -> Session:
+    """The ``mixed`` session, its table loaded in its engine."""
+    session = sessions["mixed"]
+    for table in session.catalog.tables:
+        session.executor.prepare(table)
+    return session
+
+
 def _canonical(rows: list[tuple[object, ...]]) -> list[str]:
     """Rows in a comparable form: sorted, -0.0 as 0.0 (engines report either for one group)."""
     return sorted(repr(tuple(v + 0.0 if isinstance(v, float) else v for v in row)) for row in rows)
@@ -127,9 +135,7 @@ def test_ranking_only_units_over_their_caps_keeps_the_rows_ranking_every_unit_ke
     group cap, and with NULL keys; the exact measurements are compared, for the same hash key,
     with the statement that ranks every unit's rows.
     """
-    session = sessions_on(engine)["mixed"]
-    for table in session.catalog.tables:
-        session.executor.prepare(table)
+    session = _mixed(sessions_on(engine))
     over = 0
     for sql, delta in MIXED_QUERIES:
         for salt in range(repeats):
@@ -176,9 +182,7 @@ def test_aggregating_each_unit_once_answers_as_bounding_the_rows_does(
     statement that aggregates the bounded rows (:func:`dalenius.sql.emit.bounding.bounded`), for the
     same hash key: units within their caps in one group or several, over either cap, NULL,
     boolean and text keys with and without a public list, a constant key, and no row at all."""
-    session = sessions_on(engine)["mixed"]
-    for table in session.catalog.tables:
-        session.executor.prepare(table)
+    session = _mixed(sessions_on(engine))
     dialect = session.executor.dialect
     for sql, delta in PER_UNIT_QUERIES:
         plan = session.prepare(sql, 1, delta).plan
@@ -195,6 +199,43 @@ def test_aggregating_each_unit_once_answers_as_bounding_the_rows_does(
             assert not any(m in rows for m in marks)
             ours = _canonical(session.executor.fetch(per_unit))
             assert ours == _canonical(session.executor.fetch(rows)), (engine, sql)
+
+
+DECLARED_QUERIES = [
+    "SELECT day, COUNT(*), SUM(amount) FROM mixed GROUP BY day",
+    "SELECT flag, day, AVG(amount), VARIANCE(amount) FROM mixed GROUP BY flag, day",
+    # No double read, public keys: DuckDB keeps the over-cap units' rows by ARG_MIN.
+    "SELECT day, flag, COUNT(*) FROM mixed GROUP BY day, flag",
+]
+
+
+@ON_DUCKDB_AND_POSTGRES
+def test_keys_declared_per_unit_aggregate_each_unit_once_and_keep_the_cells_rows(
+    engine: str,
+    sessions_on: Callable[[str], dict[str, Session]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With every key column declared ``per_unit``, each unit is aggregated once and the units
+    in several groups are read again with those over the cap; the exact answers are, bit for bit,
+    those of the (unit, group) cells form and of the bounded rows, for the same hash key, on
+    ``mixed``, whose units the declaration misdescribes (1 to 4 days each, up to 6 rows)."""
+    session = _mixed(sessions_on(engine))
+    dialect = session.executor.dialect
+    for sql in DECLARED_QUERIES:
+        plan = session.prepare(sql, 1).plan
+        assert plan.bounding.max_groups >= plan.bounding.max_rows  # the cap no sum needs, lifted
+        for salt in (17, 1_000_020):
+            cells = statements.exact_queries(plan, dialect, salt=salt).main
+            with monkeypatch.context() as patch:
+                patch.setattr(statements, "_per_unit_keys", lambda _: True)
+                once = statements.exact_queries(plan, dialect, salt=salt).main
+                patch.setattr(statements, "bounded_aggregate", lambda *a, **k: None)
+                rows = statements.exact_queries(plan, dialect, salt=salt).main
+            assert "__over AS MATERIALIZED" in cells and "__over_caps" not in cells
+            assert "__over_caps" in once and "__over AS MATERIALIZED" not in once
+            ours = _canonical(session.executor.fetch(once))
+            assert ours == _canonical(session.executor.fetch(cells)), (engine, sql, salt)
+            assert ours == _canonical(session.executor.fetch(rows)), (engine, sql, salt)
 
 
 SELECTIVE = [
@@ -214,9 +255,7 @@ def test_a_selective_where_keeps_its_rows_and_answers_as_reading_them_again(
     """A WHERE estimated from public bounds to keep few rows has them kept (``MATERIALIZED``) and
     the units over the cap found by counting rows; the exact answers are, bit for bit, those of
     the statement that reads the table again, and of the bounded rows, for several hash keys."""
-    session = sessions_on(engine)["mixed"]
-    for table in session.catalog.tables:
-        session.executor.prepare(table)
+    session = _mixed(sessions_on(engine))
     dialect = session.executor.dialect
     for sql in SELECTIVE:
         plan = session.prepare(sql, 1).plan
@@ -240,9 +279,7 @@ def test_a_top_n_aggregate_keeps_the_rows_the_window_keeps(
     """DuckDB keeps an over-cap unit's first rows by hash with ``ARG_MIN(row, hash, n)``; the
     exact answers are, bit for bit, those of the window that ranks the same rows, for several
     hash keys. A query reading a double keeps the window (its ties are broken by the doubles)."""
-    session = sessions_on("duckdb")["mixed"]
-    for table in session.catalog.tables:
-        session.executor.prepare(table)
+    session = _mixed(sessions_on("duckdb"))
     windowed = replace(DUCKDB, top_n_aggregate=False)
     for sql, _ in PER_UNIT_QUERIES[-2:]:
         plan = session.prepare(sql, 1).plan

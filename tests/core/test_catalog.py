@@ -58,6 +58,18 @@ def test_id_unit_with_caps(tmp_path: Path) -> None:
     assert table.privacy_unit == IdUnit("pid", 5, 2)
 
 
+def test_per_unit_is_declared_on_a_private_table_only(tmp_path: Path) -> None:
+    text = GOOD.replace('keys = ["F", "M"]', 'keys = ["F", "M"], per_unit = true')
+    people = load_catalog(write(tmp_path, text)).tables[0]
+    sex, age = people.column("sex"), people.column("age")
+    assert sex is not None and age is not None and sex.per_unit and not age.per_unit
+    public = text.replace('privacy_unit = "row"', "public = true")
+    with pytest.raises(CatalogError, match="this table is public") as info:
+        load_catalog(write(tmp_path, public))
+    assert (info.value.table, info.value.column) == ("people", "sex")
+    assert "remove per_unit" in str(info.value)
+
+
 def test_dataset_name_defaults_to_file_stem(tmp_path: Path) -> None:
     text = GOOD.replace('[dataset]\nname = "survey"\n', "")
     assert load_catalog(write(tmp_path, text)).name == "cat"
@@ -77,6 +89,7 @@ def test_dataset_name_defaults_to_file_stem(tmp_path: Path) -> None:
         ('keys = ["F", "M"]', "keys = []", "people", "sex", "non-empty"),
         ('keys = ["F", "M"]', 'keys = ["F", "M"], bounds = [0, 1]', "people", "sex", "numeric"),
         ("nullable = false", "bound = 3", "people", "age", "unknown key"),
+        ('keys = ["F", "M"]', 'keys = ["F", "M"], per_unit = 1', "people", "sex", "true or false"),
         ('privacy_unit = "row"', 'privacy_unit = "person"', "people", None, "privacy_unit"),
         (
             'privacy_unit = "row"',

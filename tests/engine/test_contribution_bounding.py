@@ -36,11 +36,11 @@ amount = {{ type = "float", bounds = [0, 100] }}
 DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
 
-def make(tmp_path: Path, frame: pd.DataFrame, name: str) -> Session:
+def make(tmp_path: Path, frame: pd.DataFrame, name: str, *, catalog: str = CATALOG) -> Session:
     folder = tmp_path / name
     folder.mkdir()
     frame.to_csv(folder / "visits.csv", index=False)
-    (folder / "cat.toml").write_text(CATALOG.format(csv="visits.csv"))
+    (folder / "cat.toml").write_text(catalog.format(csv="visits.csv"))
     catalog = load_catalog(folder / "cat.toml")
     return Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
 
@@ -181,3 +181,60 @@ def test_the_group_cap_stays_where_a_sensitivity_or_the_query_needs_it(
 ) -> None:
     a = make(tmp_path, spread_frames()[0], "full")
     assert a.prepare(sql, 1, delta).plan.bounding.max_groups == 2
+
+
+DECLARED = CATALOG.replace('"sun"] }', '"sun"], per_unit = true }')
+"""The same catalog saying each unit has one ``day``: :func:`spread_frames` says otherwise."""
+
+
+@pytest.mark.parametrize("sql", PUBLIC_KEY_QUERIES[:2])
+def test_a_false_per_unit_declaration_keeps_the_same_rows_and_the_sensitivity(
+    tmp_path: Path, sql: str
+) -> None:
+    """``per_unit`` only chooses how units are bounded (each aggregated once, the units with
+    several days read again): on data whose units span up to seven days, the exact answers are
+    those of the undeclared catalog for the same hash key, and removing a unit moves every
+    measurement by at most the sensitivity charged."""
+    full, _, heavy = spread_frames()
+    declared = make(tmp_path, full, "declared", catalog=DECLARED)
+    plain = make(tmp_path, full, "plain")
+    plan = declared.prepare(sql, 1).plan
+    assert plan == plain.prepare(sql, 1).plan  # the declaration is no part of the plan
+    assert plan.fingerprint() == plain.prepare(sql, 1).plan.fingerprint()
+    assert "__over_caps" in declared.prepare(sql, 1, salt=3).exact.main
+    assert "__over_caps" not in plain.prepare(sql, 1, salt=3).exact.main
+    for salt in (3, 2**50):
+        assert exact_units_for(declared, sql, salt=salt) == exact_units_for(plain, sql, salt=salt)
+    for pid in heavy[:3]:
+        without = make(tmp_path, full[full.pid != pid], f"without{pid}", catalog=DECLARED)
+        ua, ub = exact_units_for(declared, sql, salt=5), exact_units_for(without, sql, salt=5)
+        for m in plan.measurements:
+            l1 = int(np.abs(np.array(ua[m.name]) - np.array(ub[m.name])).sum())
+            assert l1 <= m.sensitivity_units, (pid, m.describe(), l1, m.sensitivity_units)
+
+
+ONE_ROW = CATALOG.replace("max_rows = 3, max_groups = 2", "max_rows = 1, max_groups = 1")
+"""One row per unit: a unit within the cap has one group, declared or not."""
+
+
+def test_a_one_row_cap_aggregates_each_unit_once_as_bounding_the_rows_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``max_rows = 1`` a unit within the cap has one row, so one group: each unit is
+    aggregated once (no (unit, group) cells), and the exact answers are, bit for bit, those of
+    the bounded rows for the same hash key, with units of up to nine rows over seven days."""
+    from dalenius.sql.emit import statements
+
+    session = make(tmp_path, spread_frames()[0], "one", catalog=ONE_ROW)
+    for table in session.catalog.tables:
+        session.executor.prepare(table)
+    for sql in PUBLIC_KEY_QUERIES[:2]:
+        plan = session.prepare(sql, 1).plan
+        for salt in (3, 2**50):
+            once = statements.exact_queries(plan, "duckdb", salt=salt).main
+            with monkeypatch.context() as patch:
+                patch.setattr(statements, "bounded_aggregate", lambda *a, **k: None)
+                rows = statements.exact_queries(plan, "duckdb", salt=salt).main
+            assert "__over_caps" in once and "__over AS" not in once
+            ours = sorted(map(repr, session.executor.fetch(once)))
+            assert ours == sorted(map(repr, session.executor.fetch(rows))), (sql, salt)

@@ -41,6 +41,10 @@ def test_me_and_dataset_metadata(site: Site) -> None:
         "max_groups": 1,
         "description": "",
     }
+    # A visit repeats its person's attributes, and the catalog says so.
+    visit_columns = {c["name"]: c for c in visits["columns"]}
+    assert visit_columns["state"]["per_unit"] and not visit_columns["visit_date"]["per_unit"]
+    assert not columns["age"]["per_unit"]
     text = repr(detail)
     assert "parquet" not in text and str(site.catalog.parent) not in text  # no server paths
 

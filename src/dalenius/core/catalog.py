@@ -85,6 +85,7 @@ COLUMN_KEYS = (
     "keys",
     "nullable",
     "join_rows_per_key",
+    "per_unit",
     "description",
 )
 
@@ -145,6 +146,12 @@ class Column:
             rows sharing one value are kept (the rest dropped by a keyed hash) before joining,
             which bounds how far one unit can change the joined rows
             (docs/mechanisms/join_truncation.md); ``None``: such a join is refused.
+        per_unit: the custodian says the column holds one value per privacy unit (an attribute
+            of the person repeated on each of their rows, such as the state they live in). A
+            query grouped only by such columns bounds each unit with one aggregation per unit
+            (:func:`dalenius.sql.emit.bounding.bounded_aggregate`); the kept rows, and so the
+            answers, are the same whether the declaration holds or not: a unit whose rows
+            disagree is read again. It never enters a sensitivity.
     """
 
     name: str
@@ -154,6 +161,7 @@ class Column:
     nullable: bool = True
     private_bounds: PrivateBounds | None = None
     join_rows_per_key: int | None = None
+    per_unit: bool = False
 
     @property
     def is_numeric(self) -> bool:
@@ -565,6 +573,7 @@ class _Validator:
             seen.add(col_name.lower())
             columns.append(self.column(name, col_name, col_doc))
         unit = self.privacy_unit(name, doc.get("privacy_unit"), columns, public)
+        self.check_per_unit(name, columns, public)
         max_rows = doc.get("max_row_count")
         if max_rows is not None and (
             isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
@@ -692,8 +701,8 @@ class _Validator:
                 f"unknown key(s) {sorted(unknown)}.",
                 table=table,
                 column=name,
-                fix="a column has type, and optionally bounds, keys, nullable, join_rows_per_key "
-                "and description.",
+                fix="a column has type, and optionally bounds, keys, nullable, join_rows_per_key, "
+                "per_unit and description.",
             )
         col_type = doc.get("type")
         if col_type not in COLUMN_TYPES:
@@ -729,7 +738,33 @@ class _Validator:
             nullable=nullable,
             private_bounds=private,
             join_rows_per_key=self.join_rows_per_key(table, name, doc),
+            per_unit=self.per_unit(table, name, doc),
         )
+
+    def per_unit(self, table: str, column: str, doc: dict[str, Any]) -> bool:
+        """Whether the column holds one value per privacy unit (``per_unit``, default false)."""
+        per_unit = doc.get("per_unit", False)
+        if not isinstance(per_unit, bool):
+            raise self.error(
+                f"per_unit must be true or false; got {per_unit!r}.",
+                table=table,
+                column=column,
+                fix="write per_unit = true for a column that holds one value per person "
+                "(such as the state they live in), or leave it out.",
+            )
+        return per_unit
+
+    def check_per_unit(self, table: str, columns: list[Column], public: bool) -> None:
+        """Refuse ``per_unit`` on a public table: it has no privacy unit to hold one value for."""
+        for column in columns:
+            if public and column.per_unit:
+                raise self.error(
+                    "per_unit describes a private table's rows, and this table is public: "
+                    "it has no privacy unit.",
+                    table=table,
+                    column=column.name,
+                    fix="remove per_unit, or make the table private with a privacy_unit.",
+                )
 
     def join_rows_per_key(self, table: str, column: str, doc: dict[str, Any]) -> int | None:
         """The truncation of a private join on the column (``join_rows_per_key``), if declared."""

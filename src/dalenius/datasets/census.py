@@ -175,20 +175,38 @@ def write_benchmark(
     """
     _check_count("n_rows", n_rows, minimum=1)
     _check_seed(seed)
-    description = (
-        f"Synthetic census-like benchmark data: {n_rows:,} people and their visits "
-        f"(seed {seed}). Entirely synthetic: no row is a real person."
-    )
     return _write_dataset(
         Path(directory),
         n=int(n_rows),
         seed=int(seed),
         formats=("parquet",),
         name="census_benchmark",
-        description=description,
+        description=_benchmark_description(int(n_rows), int(seed)),
         # Its measured figures are for a row-level people table (docs/engines.md).
         person_unit=False,
         progress=progress,
+    )
+
+
+def benchmark_catalog_text(n_rows: int, seed: int = DEFAULT_SEED) -> str:
+    """The catalog :func:`write_benchmark` writes for ``n_rows`` people, without the data.
+
+    The engines benchmark keeps its data between runs and rewrites this, so that it measures
+    the catalog the current code writes (its declarations), not the one of the run that wrote
+    the files.
+    """
+    return catalog_text(
+        "census_benchmark",
+        _benchmark_description(n_rows, seed),
+        "parquet",
+        person_unit=False,
+    )
+
+
+def _benchmark_description(n_rows: int, seed: int) -> str:
+    return (
+        f"Synthetic census-like benchmark data: {n_rows:,} people and their visits "
+        f"(seed {seed}). Entirely synthetic: no row is a real person."
     )
 
 

@@ -126,7 +126,7 @@ def _toml(value: object) -> str:
     return json.dumps(str(value))
 
 
-def _column_line(spec: ColumnSpec) -> str:
+def _column_line(spec: ColumnSpec, *, per_unit: bool = False) -> str:
     fields = [f"type = {_toml(spec.type)}"]
     if spec.bounds is not None:
         fields.append(f"bounds = {_toml(spec.bounds)}")
@@ -134,6 +134,8 @@ def _column_line(spec: ColumnSpec) -> str:
         fields.append(f"keys = {_toml(spec.keys)}")
     # The generator never writes a NULL, and saying so lets COUNT(col) equal COUNT(*).
     fields.append("nullable = false")
+    if per_unit:
+        fields.append("per_unit = true")
     fields.append(f"description = {_toml(spec.description)}")
     return f"{spec.name} = {{ {', '.join(fields)} }}"
 
@@ -191,7 +193,11 @@ def catalog_text(
         f'description = "1 to {MAX_VISITS} visits per person; the person is the privacy unit."',
         "",
         "[tables.visits.columns]",
-        *(_column_line(COLUMNS[field.name]) for field in VISITS_SCHEMA),
+        # A visit repeats its person's attributes: one value per person (per_unit).
+        *(
+            _column_line(COLUMNS[field.name], per_unit=field.name in PERSON_ATTRIBUTES)
+            for field in VISITS_SCHEMA
+        ),
         "",
     ]
     return "\n".join(lines)

@@ -47,6 +47,9 @@ class Field:
         nullable: whether it may hold NULL.
         unit: whether it is the privacy unit's id.
         join_rows_per_key: the catalog's truncation of a private join on this column, if any.
+        per_unit: the catalog says the column holds one value per privacy unit. It only chooses
+            how the engine bounds units (never which rows are kept), so it is left out of
+            comparisons and of the plan's fingerprint.
     """
 
     id: str
@@ -58,6 +61,7 @@ class Field:
     nullable: bool = True
     unit: bool = False
     join_rows_per_key: int | None = field(default=None, metadata={"omit_none": True})
+    per_unit: bool = field(default=False, compare=False, metadata={"derived": True})
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ def column_json(column: Column, description: str) -> dict[str, Any]:
         "keys": list(column.keys) if column.keys is not None else None,
         "nullable": column.nullable,
         "join_rows_per_key": column.join_rows_per_key,
+        "per_unit": column.per_unit,
         "description": description,
     }
 

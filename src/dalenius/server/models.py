@@ -254,6 +254,11 @@ class ColumnInfo(_Response):
         description="Set when two private tables may be joined on this column: the most rows "
         "sharing one value each side keeps before the join.",
     )
+    per_unit: bool = Field(
+        default=False,
+        description="The custodian says the column holds one value per privacy unit (an "
+        "attribute of the person on each of their rows); it only speeds up bounding.",
+    )
     description: str
 
 

@@ -181,6 +181,7 @@ class _Relations(_SemiJoins):
                 nullable=c.nullable,
                 unit=unit_col is not None and c.name.lower() == unit_col.lower(),
                 join_rows_per_key=c.join_rows_per_key,
+                per_unit=c.per_unit,
             )
             for c in table.columns
         ]

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from dalenius.core.dialect import DUCKDB, Dialect, as_dialect
 from dalenius.plan.derive import FieldInfo
-from dalenius.plan.expr import Col, Lit
+from dalenius.plan.expr import Col, Lit, columns
 from dalenius.plan.nodes import (
     VECTOR_KINDS,
     DPQuery,
@@ -24,6 +24,7 @@ from dalenius.plan.nodes import (
     Filter,
     GroupKey,
     Project,
+    Query,
     Relation,
     Scan,
     all_fields,
@@ -118,6 +119,7 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
             ),
             dialect=dialect,
             keep_input=_keep_input(query.relation),
+            per_unit_keys=_per_unit_keys(query),
         )
         # The bounded rows are written only for the statements that read them: the main one
         # when it could not aggregate per unit, and the histograms (writing them was half of
@@ -195,6 +197,16 @@ def exact_queries(plan: DPQuery, dialect: Dialect | str = DUCKDB, *, salt: int =
         reads=compiler.reads(),
         frequencies=tuple(_sql(f, dialect) for f in compiler.frequencies),
     )
+
+
+def _per_unit_keys(query: Query) -> bool:
+    """Whether every column the GROUP BY keys read is one the catalog declares ``per_unit``.
+
+    Each unit then has, as the custodian says, one value of every key: one group.
+    """
+    declared = {f.id for f in all_fields(query.relation) if f.per_unit}
+    read = [columns(k.expr) for k in query.group_by]
+    return bool(read) and all(names and names <= declared for names in read)
 
 
 def read_names(plan: DPQuery) -> frozenset[str]:

@@ -33,6 +33,9 @@ function tableView(info) {
       column.join_rows_per_key != null
         ? h("span", { class: "chip static", title: "two private tables may be joined on this column: each side keeps at most this many rows per value before the join", text: `join key: ≤ ${fmt(column.join_rows_per_key)} rows per value` })
         : null,
+      column.per_unit
+        ? h("span", { class: "chip static", title: "the custodian says this column holds one value per privacy unit (an attribute of the person on each of their rows)", text: "one value per unit" })
+        : null,
     ),
   ]);
   return h(
