@@ -89,11 +89,13 @@ contract:
 # suite takes about three quarters of one process's time on 2 cores (18 min against 24 min, the
 # same 4,060 tests, the machine otherwise idle). Each test stays independent of
 # the others (PostgreSQL schemas, ports and files are per process); `PYTEST_WORKERS=0` runs them
-# in this process, for a debugger.
+# in this process, for a debugger. The Spark tests form one group (`--dist loadgroup`, marked in
+# tests/conftest.py) that one worker runs: one JVM's start-up and warm-up instead of two, while
+# the other worker runs the rest.
 PYTEST_WORKERS ?= 2
 
 pytest:
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --durations=15
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 pytest-fast:
 	$(BIN)/pytest -q -m "not spark and not postgres and not slow and not browser"
