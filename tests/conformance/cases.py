@@ -178,6 +178,14 @@ CASES: list[Case] = [
         "pums",
         name="exists-correlated-inequalities",
     ),
+    # Correlated by equalities alone: DuckDB writes SEMI / ANTI JOIN, the others EXISTS.
+    Case(
+        "SELECT sex, COUNT(*), SUM(age) FROM pums p WHERE EXISTS (SELECT * FROM visits v "
+        "WHERE v.pid = p.pid AND v.income > 20000) AND NOT EXISTS (SELECT 1 FROM visits w "
+        "WHERE w.pid = p.pid AND w.income < 1000) GROUP BY sex",
+        "pums",
+        name="exists-correlated-equalities",
+    ),
     Case(
         "SELECT COUNT(*), SUM(age) FROM pums p WHERE EXISTS (SELECT * FROM (SELECT pid, "
         "SUM(income) AS s FROM visits GROUP BY pid) t WHERE t.pid = p.pid AND t.s > 30000)",

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
+from tests.support.exact import exact_answer
 
 from dalenius.core.catalog import load_catalog
 from dalenius.core.errors import PrivacyRefusal, QueryError
@@ -144,3 +146,49 @@ def test_the_where_still_narrows_public_keys_below_a_semi_join(pums: Session) ->
     ).query
     assert isinstance(query.relation, SemiJoin) and isinstance(query.relation.child, Filter)
     assert query.group_by[0].keys == (1,)
+
+
+SEMI_JOIN_FORMS = [
+    # Correlated by equalities over a table's filtered rows: a join DuckDB hashes either way.
+    ("EXISTS (SELECT 1 FROM codes c WHERE c.k = p.k)", "SEMI JOIN"),
+    ("NOT EXISTS (SELECT 1 FROM codes c WHERE c.k = p.k)", "ANTI JOIN"),
+    ("NOT EXISTS (SELECT 1 FROM codes c WHERE c.k = p.k AND c.k > 1)", "ANTI JOIN"),
+    ("NOT EXISTS (SELECT 1 FROM codes c WHERE c.k = p.k AND c.id = p.id)", "ANTI JOIN"),
+    # The others keep their SQL.
+    ("NOT EXISTS (SELECT 1 FROM codes c WHERE c.k = p.k AND c.id <> p.id)", "EXISTS"),
+    ("EXISTS (SELECT 1 FROM codes WHERE k > 5)", "EXISTS"),
+    ("NOT EXISTS (SELECT 1 FROM codes WHERE k > 5)", "EXISTS"),
+    ("k IN (SELECT k FROM codes)", "IN (SELECT"),
+    ("k NOT IN (SELECT k FROM codes)", "IN (SELECT"),
+    ("k NOT IN (SELECT k FROM codes WHERE NOT k IS NULL)", "IN (SELECT"),
+]
+
+
+@pytest.mark.parametrize(("test", "form"), SEMI_JOIN_FORMS)
+def test_duckdb_writes_a_semi_join_that_keeps_the_same_rows(
+    test: str, form: str, tmp_path: Path
+) -> None:
+    """DuckDB's exact SQL writes ``[NOT] EXISTS`` correlated by equalities alone as a ``SEMI`` /
+    ``ANTI JOIN``, and keeps the others' SQL; with NULL keys on both sides the kept rows are the
+    ones DuckDB keeps for the query as written."""
+    (tmp_path / "p.csv").write_text("id,k\n1,1\n2,2\n3,2\n4,3\n5,\n6,4\n7,\n")
+    (tmp_path / "codes.csv").write_text("id,k\n1,2\n2,3\n3,\n4,9\n")
+    (tmp_path / "t.toml").write_text(
+        '[dataset]\nname = "semi"\n'
+        '[tables.p]\nsource = { csv = "p.csv" }\nprivacy_unit = "row"\n'
+        'columns = { id = "int", k = { type = "int", bounds = [0, 10] } }\n'
+        '[tables.codes]\nsource = { csv = "codes.csv" }\npublic = true\n'
+        'columns = { id = "int", k = "int" }\n'
+    )
+    catalog = load_catalog(tmp_path / "t.toml")
+    session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
+    sql = f"SELECT COUNT(*), SUM(k) FROM p WHERE {test}"
+    main = session.prepare(sql, 1).exact.main
+    assert form in main
+    assert ("JOIN" in main) == form.endswith("JOIN")
+    answer = exact_answer(session, sql)
+    raw = duckdb.connect()
+    raw.execute(f"CREATE VIEW p AS SELECT * FROM read_csv('{tmp_path / 'p.csv'}')")
+    raw.execute(f"CREATE VIEW codes AS SELECT * FROM read_csv('{tmp_path / 'codes.csv'}')")
+    count, total = raw.execute(sql).fetchone()  # type: ignore[misc]
+    assert [float(v) for v in answer.rows[0]] == [float(count), float(total or 0)]
