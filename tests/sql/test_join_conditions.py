@@ -88,6 +88,33 @@ def test_a_left_join_s_condition_on_the_right_table_filters_it_before_the_join(
     )
 
 
+def test_a_where_over_a_join_is_written_on_the_join_and_keeps_the_same_rows(
+    session: dalenius.Session, census_frames: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
+    """A filter over a join is the join's own WHERE, not a query around it (DuckDB derives a
+    filter for each side's scan from a disjunction over both sides only there: TPC-H Q19); the
+    rows kept are the ones pandas keeps for the same condition."""
+    people, visits = census_frames
+    sql = (
+        "SELECT COUNT(*), SUM(v.duration_minutes) FROM people p JOIN visits v "
+        "ON p.person_id = v.person_id WHERE v.state <> 'TX' AND ("
+        "(p.age >= 40 AND v.duration_minutes <= 20) OR (p.age < 40 AND v.duration_minutes > 45))"
+    )
+    main = session.prepare(sql, 1).exact.main
+    assert " AS __f " not in main and "WHERE" in main
+    joined = people.merge(visits, on="person_id", suffixes=("", "_v"))
+    kept = joined[
+        (joined.state_v != "TX")
+        & (
+            ((joined.age >= 40) & (joined.duration_minutes <= 20))
+            | ((joined.age < 40) & (joined.duration_minutes > 45))
+        )
+    ]
+    assert 0 < len(kept) < len(joined)
+    answer = exact_answer(session, sql, 1)
+    assert answer.rows == ((len(kept), int(kept.duration_minutes.sum())),)
+
+
 def test_q13_shape_a_histogram_of_people_by_their_filtered_visit_count(
     session: dalenius.Session, census_frames: tuple[pd.DataFrame, pd.DataFrame]
 ) -> None:

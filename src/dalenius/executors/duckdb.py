@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import logging
+import re
 import threading
 from collections.abc import Sequence
 
@@ -113,6 +114,8 @@ class DuckDBExecutor(Executor):
         self._frames: dict[str, str] = {}
         self._skipped: dict[str, dict[str, int]] = {}
         self._scans: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._stored_types: dict[str, dict[str, str]] = {}
+        """Per table read in place, each column's type in its source (lower-case names)."""
         for table in catalog.tables:
             self._check_columns(table)
         for table in catalog.tables:
@@ -204,7 +207,7 @@ class DuckDBExecutor(Executor):
         declared = {c.name: c for c in table.columns}
         if not columns or any(c not in declared for c in columns):
             return ""
-        projection = ", ".join(_converted(declared[c]) for c in columns)
+        projection = ", ".join(self._converted(table, declared[c]) for c in columns)
         with self._lock:
             raw = self._raw_relation(table)
         scan = f"{DUCKDB.quote(name)} AS NOT MATERIALIZED (SELECT {projection} FROM {raw})"
@@ -351,6 +354,7 @@ class DuckDBExecutor(Executor):
                     fix=f"check that the file is a valid {table.source.kind} file.",
                 ) from None
             present = {str(row[0]).lower() for row in described}
+            self._stored_types[table.name] = {str(r[0]).lower(): str(r[1]) for r in described}
         for column in table.stored_columns:
             if column.name.lower() not in present:
                 # The names found are not listed: a file that is not a valid source would
@@ -370,7 +374,7 @@ class DuckDBExecutor(Executor):
 
     def _create(self, table: Table) -> None:
         raw = self._raw_relation(table)
-        projection = ", ".join(_converted(c) for c in table.stored_columns)
+        projection = ", ".join(self._converted(table, c) for c in table.stored_columns)
         name = DUCKDB.quote(table.name)
         if self.catalog.constant_time:
             self._materialise(table, raw, projection)
@@ -402,6 +406,13 @@ class DuckDBExecutor(Executor):
             )
         self._check_row_count(table, stored)
         self._loaded.add(table.name)
+
+    def _converted(self, table: Table, column: Column) -> str:
+        """``column`` of ``table`` converted to its declared type (see :func:`_converted`); a
+        table loaded as text (CSV) has no typed source.
+        """
+        types = {} if table.source.kind == "csv" else self._stored_types.get(table.name, {})
+        return _converted(column, types.get(column.name.lower()))
 
     def stored_relation(self, table: Table) -> str:
         """The relation of ``table``'s rows as stored, converted: the table's own relation, or
@@ -481,12 +492,29 @@ def scannable(frame: object) -> object:
     return frame
 
 
-def _converted(column: Column) -> str:
+_NO_NAN = re.compile(r"DECIMAL\(\d+,\d+\)|U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)")
+"""Source types that hold no NaN and convert to DOUBLE without failing."""
+
+
+def _converted(column: Column, stored: str | None = None) -> str:
+    """The SQL reading ``column`` as its declared type, NULL where a value does not read as one.
+
+    ``stored`` is the column's type in a typed source (Parquet, a DuckDB table, a frame), None
+    for text. A float read from a decimal or an integer column needs no NaN guard, and the
+    guard (a ``CASE`` per row, pushed into every filter on the column) is the dearest part of
+    reading it: TPC-H's money and quantity columns are ``DECIMAL(15,2)``. The inner
+    ``TRY_CAST`` to the type the source was opened with costs nothing while the source keeps it
+    (DuckDB drops a cast to a value's own type); should the file be rewritten with doubles under
+    an open session, a NaN there reads as NULL, as the guard would have made it, never as NaN
+    and never as an error.
+    """
     quoted = DUCKDB.quote(column.name)
     target = DUCKDB_TYPES[column.type]
     value = quoted
     if column.type == "str":
         value = f"NULLIF(CAST({quoted} AS VARCHAR), '')"
+    elif column.type == "float" and stored is not None and _NO_NAN.fullmatch(stored):
+        value = f"TRY_CAST(TRY_CAST({quoted} AS {stored}) AS {target})"
     elif column.type == "float":
         # NaN is missing, not a number: it becomes NULL (the same rule on every engine).
         value = f"NULLIF(TRY_CAST({quoted} AS {target}), CAST('NaN' AS DOUBLE))"
