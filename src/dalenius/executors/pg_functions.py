@@ -121,6 +121,15 @@ for _name in ("dalenius_add", "dalenius_sub", "dalenius_mul", "dalenius_div", "d
         "LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS "
         f"$dalenius$ BEGIN RETURN pg_temp.{_name}(a, b); END $dalenius$"
     )
+FUNCTIONS["dalenius_clip_p"] = (
+    # The two-test clip of a computed double (sql/emit/numeric.py): written as a CASE it would
+    # compute the double in each of its three places, each time through the PL/pgSQL twins of
+    # the overflow-safe arithmetic; here the argument is computed once.
+    "CREATE OR REPLACE FUNCTION pg_temp.dalenius_clip_p(x float8, lo float8, hi float8) "
+    "RETURNS float8 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS "
+    "$dalenius$ BEGIN RETURN CASE WHEN x < lo THEN lo WHEN x > hi THEN hi ELSE x END; END "
+    "$dalenius$"
+)
 FUNCTIONS["dalenius_round_p"] = (
     "CREATE OR REPLACE FUNCTION pg_temp.dalenius_round_p(x float8, d bigint) RETURNS float8 "
     "LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS "

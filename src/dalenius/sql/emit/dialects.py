@@ -35,7 +35,7 @@ _PG_BASE = (
     "dalenius_mod",
     "dalenius_round",
 )
-POSTGRES_FUNCTIONS = (*_PG_BASE, *(f"{name}_p" for name in _PG_BASE))
+POSTGRES_FUNCTIONS = (*_PG_BASE, *(f"{name}_p" for name in _PG_BASE), "dalenius_clip_p")
 """Functions the PostgreSQL SQL calls in the session's ``pg_temp`` schema.
 
 Each comes in two forms: a SQL function, which the planner inlines when its arguments are simple
@@ -279,6 +279,33 @@ def round_half(
         digits = decimals if decimals is not None else exp.Literal.number(0)
         return _pg_call("dalenius_round", value, digits)
     return exp.Round(this=value, decimals=decimals)
+
+
+def computed_double(value: exp.Expr, dialect: Dialect) -> bool:
+    """Whether ``value`` is a double computed by a PL/pgSQL twin on PostgreSQL: a clip then
+    computes it once (``pg_temp.dalenius_clip_p``) instead of in each of its three places.
+
+    Example:
+        >>> from dalenius.core.dialect import DUCKDB, POSTGRES
+        >>> a, b = exp.column("a"), exp.column("b")
+        >>> product = double_arithmetic("*", double_arithmetic("+", a, b, POSTGRES), b, POSTGRES)
+        >>> computed_double(product, POSTGRES), computed_double(a, POSTGRES)
+        (True, False)
+    """
+    if dialect.ieee_doubles or not isinstance(value, exp.Dot):
+        return False
+    call = value.expression
+    return isinstance(call, exp.Anonymous) and call.name in {f"{n}_p" for n in _PG_BASE}
+
+
+def clip_once(value: exp.Expr, low: exp.Expr, high: exp.Expr) -> exp.Expr:
+    """``value`` clipped to ``[low, high]`` by ``pg_temp.dalenius_clip_p`` (see
+    :func:`computed_double`): the two-test CASE, with ``value`` computed once.
+    """
+    return exp.Dot(
+        this=exp.to_identifier("pg_temp"),
+        expression=exp.Anonymous(this="dalenius_clip_p", expressions=[value, low, high]),
+    )
 
 
 def _pg_call(name: str, *args: exp.Expr) -> exp.Expr:

@@ -418,7 +418,7 @@ class Compiler:
         else:
             value = exp.Max(this=arg)
         assert agg.bounds is not None
-        return _clip(value, agg.bounds[0], agg.bounds[1])
+        return _clip(value, agg.bounds[0], agg.bounds[1], self.dialect)
 
     # -- measurements -----------------------------------------------------------------------------
 
@@ -432,7 +432,7 @@ class Compiler:
             info = self.fields.get(arg.name)
             if info is not None and info.bounds == (low, high):
                 return self.clipped_arg(arg)
-        return _clip(self.clipped_arg(arg), low, high)
+        return _clip(self.clipped_arg(arg), low, high, self.dialect)
 
     def measurement(self, m: Measurement) -> exp.Expr:
         """The exact aggregate for one measurement (an integer in grid units).
@@ -491,7 +491,7 @@ class Compiler:
             return exact_sum(_nearest(shifted, self.dialect), self.dialect, bound=m.row_units)
         units_bound = Fraction(m.row_units)
         return exact_sum(
-            _nearest(_clip(shifted, -units_bound, units_bound), self.dialect),
+            _nearest(_clip(shifted, -units_bound, units_bound, self.dialect), self.dialect),
             self.dialect,
             bound=m.row_units,
         )
@@ -554,7 +554,7 @@ class Compiler:
             return exact_sum(_nearest(square, self.dialect), self.dialect, bound=m.row_units)
         units_bound = Fraction(m.row_units)
         return exact_sum(
-            _nearest(_clip(square, Fraction(0), units_bound), self.dialect),
+            _nearest(_clip(square, Fraction(0), units_bound, self.dialect), self.dialect),
             self.dialect,
             bound=m.row_units,
         )

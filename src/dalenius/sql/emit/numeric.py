@@ -15,10 +15,12 @@ from sqlglot import exp
 from dalenius.core.dialect import Dialect
 from dalenius.plan.nodes import Measurement
 from dalenius.plan.sensitivity import DOUBLE_MAX
-from dalenius.sql.emit.dialects import double_arithmetic
+from dalenius.sql.emit.dialects import clip_once, computed_double, double_arithmetic
 
 
-def _clip(value: exp.Expr, low: Fraction, high: Fraction) -> exp.Expr:
+def _clip(
+    value: exp.Expr, low: Fraction, high: Fraction, dialect: Dialect | None = None
+) -> exp.Expr:
     """``value`` clipped to ``[low, high]``, NULL staying NULL.
 
     Engines' GREATEST/LEAST skip NULL arguments (``GREATEST(NULL, 0)`` is 0), which would count a
@@ -36,8 +38,15 @@ def _clip(value: exp.Expr, low: Fraction, high: Fraction) -> exp.Expr:
     That form writes the value five times. A value other than a column (a clamp around a clipped
     aggregate, a bin index) keeps the two-test form, which writes it three times, so that nested
     clips do not grow the SQL five-fold per level; both forms give the same result on every row.
+
+    On PostgreSQL (``dialect``) a double computed by the overflow-safe arithmetic's PL/pgSQL
+    twins is clipped by one function call that computes it once, the two-test form's CASE in its
+    body: written out, PostgreSQL computed the double three times per row (TPC-H Q1's discounted
+    price: 13.5 s at SF 1, 5.1 s computed once; ``docs/engines.md``).
     """
     low_sql, high_sql = _number(low), _number(high)
+    if dialect is not None and computed_double(value, dialect):
+        return clip_once(value, low_sql, high_sql)
     below = exp.If(this=exp.LT(this=value.copy(), expression=low_sql), true=low_sql.copy())
     above = exp.If(this=exp.GT(this=value.copy(), expression=high_sql), true=high_sql.copy())
     if not isinstance(value, exp.Column):
