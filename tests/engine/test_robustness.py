@@ -8,6 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from tests.support.csv_catalog import csv_session
 from tests.support.exact import exact_answer
 
 from dalenius.core.catalog import load_catalog
@@ -56,15 +57,14 @@ def test_released_float_keys_have_one_form() -> None:
 
 
 def test_left_join_makes_the_right_side_nullable(tmp_path: Path) -> None:
-    (tmp_path / "pub.csv").write_text("k,region\n1,north\n")
-    (tmp_path / "t.csv").write_text("k\n1\n2\n2\n")
-    (tmp_path / "t.toml").write_text(
+    session = csv_session(
+        tmp_path,
+        {"pub.csv": "k,region\n1,north\n", "t.csv": "k\n1\n2\n2\n"},
         '[tables.t]\nsource = { csv = "t.csv" }\nprivacy_unit = "row"\ncolumns = { k = { type = "int" } }\n'
         '[tables.pub]\nsource = { csv = "pub.csv" }\npublic = true\n'
-        'columns = { k = { type = "int" }, region = { type = "str", nullable = false } }\n'
+        'columns = { k = { type = "int" }, region = { type = "str", nullable = false } }\n',
     )
-    catalog = load_catalog(tmp_path / "t.toml")
-    with Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog)) as s:
+    with session as s:
         answer = exact_answer(
             s, "SELECT COUNT(p.region), COUNT(*) FROM t LEFT JOIN pub p ON t.k = p.k"
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from tests.support.csv_catalog import csv_session
 from tests.support.exact import exact_answer
 
 from dalenius.core.catalog import load_catalog
@@ -171,17 +172,18 @@ def test_duckdb_writes_a_semi_join_that_keeps_the_same_rows(
     """DuckDB's exact SQL writes ``[NOT] EXISTS`` correlated by equalities alone as a ``SEMI`` /
     ``ANTI JOIN``, and keeps the others' SQL; with NULL keys on both sides the kept rows are the
     ones DuckDB keeps for the query as written."""
-    (tmp_path / "p.csv").write_text("id,k\n1,1\n2,2\n3,2\n4,3\n5,\n6,4\n7,\n")
-    (tmp_path / "codes.csv").write_text("id,k\n1,2\n2,3\n3,\n4,9\n")
-    (tmp_path / "t.toml").write_text(
+    session = csv_session(
+        tmp_path,
+        {
+            "p.csv": "id,k\n1,1\n2,2\n3,2\n4,3\n5,\n6,4\n7,\n",
+            "codes.csv": "id,k\n1,2\n2,3\n3,\n4,9\n",
+        },
         '[dataset]\nname = "semi"\n'
         '[tables.p]\nsource = { csv = "p.csv" }\nprivacy_unit = "row"\n'
         'columns = { id = "int", k = { type = "int", bounds = [0, 10] } }\n'
         '[tables.codes]\nsource = { csv = "codes.csv" }\npublic = true\n'
-        'columns = { id = "int", k = "int" }\n'
+        'columns = { id = "int", k = "int" }\n',
     )
-    catalog = load_catalog(tmp_path / "t.toml")
-    session = Session(catalog, ledger=open_ledger(None), executor=DuckDBExecutor(catalog))
     sql = f"SELECT COUNT(*), SUM(k) FROM p WHERE {test}"
     main = session.prepare(sql, 1).exact.main
     assert form in main
